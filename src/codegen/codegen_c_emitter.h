@@ -1,0 +1,134 @@
+/// Internal to codegen: the C emitter shared by codegen_c.cpp and codegen_c_vector.cpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "codegen/codegen_c.h"
+#include "te/expr_functor.h"
+#include "tir/program.h"
+
+namespace tessera::codegen_c_detail {
+
+/// C operator precedence; a higher level binds tighter.
+enum Prec : int {
+  kPrecTernary = 3,
+  kPrecOr = 4,
+  kPrecAnd = 5,
+  kPrecEq = 9,
+  kPrecRel = 10,
+  kPrecAdd = 12,
+  kPrecMul = 13,
+  kPrecUnary = 15,
+  kPrecPrimary = 16,
+};
+
+/// A piece of C expression text and the precedence of its outermost operator.
+struct CExpr {
+  std::string text;
+  int prec = kPrecPrimary;
+  /// The text, parenthesized unless it binds at least as tightly as min_prec.
+  std::string wrap(int min_prec) const { return prec >= min_prec ? text : "(" + text + ")"; }
+};
+
+/// How a variable prints and whether it is known to be non-negative.
+struct VarBinding {
+  CExpr text;
+  bool non_negative = false;
+};
+
+/// Emits C for one program. Every name it declares is unique in the function, so C scoping never
+/// shadows anything.
+class CEmitter : private ExprFunctor<CExpr> {
+ public:
+  explicit CEmitter(const Program& program) : program_(program) {}
+  std::string generate(const CodegenOptions& opts);
+
+  // --- used by the vector path ---
+  /// Scalar C text of an expression under the current variable bindings.
+  CExpr print(const Expr& e) { return visit(e); }
+  /// The row-major flat index of `indices` into `b`, as an int32 expression.
+  static Expr flat_index(const Buffer& b, const std::vector<Expr>& indices);
+  /// The C name of a buffer in scope; records that the buffer is used.
+  const std::string& buffer_name(const Buffer& b);
+  /// A fresh identifier derived from `hint`.
+  std::string fresh_name(const std::string& hint);
+  /// The C name of a loop variable (assigned on first use, then stable).
+  const std::string& var_name(const VarNode* v);
+  /// Binds `v` to `b`; returns the previous binding to pass to restore_var.
+  std::optional<VarBinding> bind_var(const VarNode* v, VarBinding b);
+  void restore_var(const VarNode* v, std::optional<VarBinding> previous);
+  /// True if `e` is provably >= 0 (literals, non-negative loop vars, + * / % min max of those).
+  bool is_non_negative(const Expr& e) const;
+  /// The name of a GCC vector type of `lanes` elements of `t`; emits its typedef.
+  std::string vector_type(DType t, int64_t lanes);
+  /// Appends one indented line.
+  void line(const std::string& text);
+  /// Appends `text {` (or `{` when text is empty) and indents.
+  void open(const std::string& text);
+  void close();
+  void emit(const Stmt& s);
+
+ private:
+  void emit_for(const ForNode& n);
+  void emit_store(const StoreNode& n);
+  void emit_allocate(const AllocateNode& n);
+  void emit_if(const IfThenElseNode& n);
+  std::string helper(const std::string& name);
+  CExpr binary(const Expr& a, const Expr& b, const char* op, int prec, int left_min,
+               int right_min);
+  CExpr call(const std::string& fn, const Expr& a, const Expr& b);
+
+  CExpr visit_(const IntImmNode& n, const Expr&) override;
+  CExpr visit_(const FloatImmNode& n, const Expr&) override;
+  CExpr visit_(const VarNode& n, const Expr&) override;
+  CExpr visit_(const AddNode& n, const Expr&) override;
+  CExpr visit_(const SubNode& n, const Expr&) override;
+  CExpr visit_(const MulNode& n, const Expr&) override;
+  CExpr visit_(const DivNode& n, const Expr&) override;
+  CExpr visit_(const ModNode& n, const Expr&) override;
+  CExpr visit_(const MinNode& n, const Expr&) override;
+  CExpr visit_(const MaxNode& n, const Expr&) override;
+  CExpr visit_(const EQNode& n, const Expr&) override;
+  CExpr visit_(const NENode& n, const Expr&) override;
+  CExpr visit_(const LTNode& n, const Expr&) override;
+  CExpr visit_(const LENode& n, const Expr&) override;
+  CExpr visit_(const GTNode& n, const Expr&) override;
+  CExpr visit_(const GENode& n, const Expr&) override;
+  CExpr visit_(const AndNode& n, const Expr&) override;
+  CExpr visit_(const OrNode& n, const Expr&) override;
+  CExpr visit_(const NotNode& n, const Expr&) override;
+  CExpr visit_(const SelectNode& n, const Expr&) override;
+  CExpr visit_(const CastNode& n, const Expr&) override;
+  CExpr visit_(const LoadNode& n, const Expr&) override;
+  CExpr visit_(const TensorReadNode& n, const Expr&) override;
+  CExpr visit_(const ReduceNode& n, const Expr&) override;
+
+  const Program& program_;
+  std::string body_;
+  int indent_ = 1;
+  int parallel_depth_ = 0;
+  bool in_simd_ = false;
+  std::set<std::string> used_names_;
+  std::unordered_map<const VarNode*, std::string> var_names_;
+  std::unordered_map<const VarNode*, VarBinding> bound_vars_;
+  std::unordered_map<const BufferNode*, std::string> buffer_names_;
+  std::set<const BufferNode*> used_buffers_;
+  std::set<const BufferNode*> stored_buffers_;
+  std::set<std::string> helpers_;
+  std::map<std::string, std::string> typedefs_;
+};
+
+/// Emits a vectorized loop with GCC vector extensions when its body allows it (straight-line
+/// stores of arithmetic); returns false and emits nothing otherwise.
+bool emit_vector_loop(CEmitter& em, const ForNode& loop);
+
+/// The coefficient of `v` in `e` when `e` is affine in v with a constant coefficient (0 when e
+/// does not use v); nullopt when e is not affine in v.
+std::optional<int64_t> affine_coefficient(const Expr& e, const VarNode* v);
+
+}  // namespace tessera::codegen_c_detail

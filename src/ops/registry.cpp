@@ -1,0 +1,144 @@
+// The operators `tessera run` knows, each with its te definition and a naive reference.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lower/lower.h"
+#include "ops/nn.h"
+#include "ops/workload.h"
+#include "te/error.h"
+
+namespace tessera {
+
+namespace {
+
+int64_t positive(const Workload& w, const std::string& key) {
+  int64_t v = w.get(key);
+  if (v <= 0) throw_error("{}: {} must be positive, got {}", w.op, key, v);
+  if (v > (int64_t{1} << 20)) throw_error("{}: {}={} is too large", w.op, key, v);
+  return v;
+}
+
+using Arrays = std::vector<std::vector<double>>;
+
+OpInstance build_matmul(const Workload& w) {
+  int64_t m = positive(w, "M"), n = positive(w, "N"), k = positive(w, "K");
+  Tensor a = placeholder({m, k}, DType::kFloat32, "A");
+  Tensor b = placeholder({k, n}, DType::kFloat32, "B");
+  Tensor c = matmul(a, b, "C");
+  OpInstance op{{a, b, c}, lower("matmul", {a, b, c}), 2.0 * m * n * k, nullptr};
+  op.reference = [=](Arrays& x) {
+    const auto &A = x[0], &B = x[1];
+    auto& C = x[2];
+    std::fill(C.begin(), C.end(), 0.0);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < n; ++j) C[i * n + j] += A[i * k + kk] * B[kk * n + j];
+  };
+  return op;
+}
+
+struct ConvShape {
+  int64_t n, c, h, w, o, k, s, p, oh, ow;
+};
+
+ConvShape conv_shape(const Workload& w) {
+  ConvShape s{positive(w, "N"), positive(w, "C"), positive(w, "H"), positive(w, "W"),
+              positive(w, "O"), positive(w, "K"), positive(w, "S"), w.get("P"), 0, 0};
+  if (s.p < 0) throw_error("{}: P must not be negative, got {}", w.op, s.p);
+  if (s.k > s.h + 2 * s.p || s.k > s.w + 2 * s.p) {
+    throw_error("{}: kernel {} is larger than the padded input {}x{}", w.op, s.k, s.h + 2 * s.p, s.w + 2 * s.p);
+  }
+  s.oh = (s.h + 2 * s.p - s.k) / s.s + 1;
+  s.ow = (s.w + 2 * s.p - s.k) / s.s + 1;
+  return s;
+}
+
+// Direct convolution over doubles: data NCHW, weight OIHW, out NOHW.
+void reference_conv(const ConvShape& s, const std::vector<double>& data, const std::vector<double>& weight,
+                    std::vector<double>& out) {
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t o = 0; o < s.o; ++o)
+      for (int64_t y = 0; y < s.oh; ++y)
+        for (int64_t x = 0; x < s.ow; ++x) {
+          double acc = 0;
+          for (int64_t c = 0; c < s.c; ++c)
+            for (int64_t ky = 0; ky < s.k; ++ky)
+              for (int64_t kx = 0; kx < s.k; ++kx) {
+                int64_t iy = y * s.s + ky - s.p, ix = x * s.s + kx - s.p;
+                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                acc += data[((n * s.c + c) * s.h + iy) * s.w + ix] * weight[((o * s.c + c) * s.k + ky) * s.k + kx];
+              }
+          out[((n * s.o + o) * s.oh + y) * s.ow + x] = acc;
+        }
+}
+
+OpInstance build_conv2d(const Workload& w) {
+  ConvShape s = conv_shape(w);
+  Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
+  Tensor weight = placeholder({s.o, s.c, s.k, s.k}, DType::kFloat32, "weight");
+  Tensor out = conv2d_nchw(data, weight, s.s, s.p, "conv");
+  double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k;
+  OpInstance op{{data, weight, out}, lower("conv2d", {data, weight, out}), flops, nullptr};
+  op.reference = [s](Arrays& x) { reference_conv(s, x[0], x[1], x[2]); };
+  return op;
+}
+
+OpInstance build_conv2d_bias_relu(const Workload& w) {
+  ConvShape s = conv_shape(w);
+  Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
+  Tensor weight = placeholder({s.o, s.c, s.k, s.k}, DType::kFloat32, "weight");
+  Tensor bias = placeholder({s.o}, DType::kFloat32, "bias");
+  Tensor out = relu(bias_add_nchw(conv2d_nchw(data, weight, s.s, s.p, "conv"), bias, "bias_add"), "relu");
+  double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k + 2.0 * s.n * s.o * s.oh * s.ow;
+  OpInstance op{{data, weight, bias, out}, lower("conv2d_bias_relu", {data, weight, bias, out}), flops, nullptr};
+  op.reference = [s](Arrays& x) {
+    reference_conv(s, x[0], x[1], x[3]);
+    int64_t plane = s.oh * s.ow;
+    for (size_t i = 0; i < x[3].size(); ++i) {
+      int64_t o = static_cast<int64_t>(i) / plane % s.o;
+      x[3][i] = std::max(x[3][i] + x[2][o], 0.0);
+    }
+  };
+  return op;
+}
+
+OpInstance build_add(const Workload& w) {
+  int64_t m = positive(w, "M"), n = positive(w, "N");
+  Tensor a = placeholder({m, n}, DType::kFloat32, "A");
+  Tensor b = placeholder({m, n}, DType::kFloat32, "B");
+  Tensor c = add(a, b, "C");
+  OpInstance op{{a, b, c}, lower("add", {a, b, c}), double(m * n), nullptr};
+  op.reference = [](Arrays& x) {
+    for (size_t i = 0; i < x[2].size(); ++i) x[2][i] = x[0][i] + x[1][i];
+  };
+  return op;
+}
+
+OpInstance build_relu(const Workload& w) {
+  int64_t m = positive(w, "M"), n = positive(w, "N");
+  Tensor a = placeholder({m, n}, DType::kFloat32, "A");
+  Tensor b = relu(a, "B");
+  OpInstance op{{a, b}, lower("relu", {a, b}), double(m * n), nullptr};
+  op.reference = [](Arrays& x) {
+    for (size_t i = 0; i < x[1].size(); ++i) x[1][i] = std::max(x[0][i], 0.0);
+  };
+  return op;
+}
+
+}  // namespace
+
+const std::vector<OpDef>& op_registry() {
+  static const std::vector<OpDef> registry = {
+      {"matmul", {"M", "N", "K"}, "C[M,N] = A[M,K] x B[K,N], float32", build_matmul},
+      {"conv2d", {"N", "C", "H", "W", "O", "K", "S", "P"},
+       "NCHW convolution, O filters of KxK, stride S, zero padding P, float32", build_conv2d},
+      {"conv2d_bias_relu", {"N", "C", "H", "W", "O", "K", "S", "P"},
+       "conv2d, then + bias[O], then relu: one multi-stage program", build_conv2d_bias_relu},
+      {"add", {"M", "N"}, "C = A + B elementwise, float32", build_add},
+      {"relu", {"M", "N"}, "B = max(A, 0) elementwise, float32", build_relu},
+  };
+  return registry;
+}
+
+}  // namespace tessera

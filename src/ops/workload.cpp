@@ -1,0 +1,84 @@
+#include "ops/workload.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <set>
+
+#include "te/error.h"
+
+namespace tessera {
+
+int64_t Workload::get(const std::string& key) const {
+  for (const auto& [k, v] : params) {
+    if (k == key) return v;
+  }
+  throw_error("workload {} has no key {}", text(), key);
+}
+
+std::string Workload::text() const {
+  std::vector<std::string> kv;
+  for (const auto& [k, v] : params) kv.push_back(fmt::format("{}={}", k, v));
+  return fmt::format("{}:{}", op, fmt::join(kv, ","));
+}
+
+Workload parse_workload(std::string_view text) {
+  auto bad = [&](const std::string& why) -> Error {
+    return Error(fmt::format("malformed workload '{}': {} (expected op:key=value,...)", text, why));
+  };
+  size_t colon = text.find(':');
+  if (colon == std::string_view::npos) throw bad("missing ':'");
+  Workload w;
+  w.op = std::string(text.substr(0, colon));
+  if (w.op.empty()) throw bad("empty operator name");
+  for (char c : w.op) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') throw bad("invalid operator name");
+  }
+  std::string_view rest = text.substr(colon + 1);
+  if (rest.empty()) throw bad("no parameters");
+  std::set<std::string> seen;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) throw bad(fmt::format("'{}' is not key=value", item));
+    std::string key(item.substr(0, eq));
+    std::string value(item.substr(eq + 1));
+    if (!seen.insert(key).second) throw bad("key " + key + " given twice");
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (value.empty() || used != value.size()) throw bad(fmt::format("value of {} is not an integer", key));
+    w.params.emplace_back(key, v);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+    if (rest.empty()) throw bad("trailing ','");
+  }
+  return w;
+}
+
+OpInstance instantiate(const Workload& w) {
+  for (const OpDef& def : op_registry()) {
+    if (def.name != w.op) continue;
+    for (const auto& [k, v] : w.params) {
+      if (std::find(def.keys.begin(), def.keys.end(), k) == def.keys.end()) {
+        throw_error("{} has no key {} (keys: {})", w.op, k, fmt::join(def.keys, ", "));
+      }
+    }
+    for (const std::string& k : def.keys) {
+      bool present = false;
+      for (const auto& kv : w.params) present |= kv.first == k;
+      if (!present) throw_error("{} needs key {} (keys: {})", w.op, k, fmt::join(def.keys, ", "));
+    }
+    return def.build(w);
+  }
+  std::vector<std::string> names;
+  for (const OpDef& def : op_registry()) names.push_back(def.name);
+  throw_error("unknown op '{}' (known: {})", w.op, fmt::join(names, ", "));
+}
+
+}  // namespace tessera

@@ -1,0 +1,197 @@
+#include "schedule/loop_tools.h"
+
+#include <map>
+
+#include "te/expr_functor.h"
+#include "tir/simplify.h"
+#include "tir/stmt_functor.h"
+
+namespace tessera {
+
+namespace {
+
+class LoopReplacer : public StmtMutator {
+ public:
+  LoopReplacer(const std::string& name, const LoopRewrite& rewrite) : name_(name), rewrite_(rewrite) {}
+  bool found = false;
+  std::string failure;
+
+ protected:
+  using StmtMutator::visit_;
+  Stmt visit_(const ForNode& n, const Stmt& self) override {
+    if (n.var.name() == name_ && !found) {
+      found = true;
+      auto result = rewrite_(LoopSite{&n, self, enclosing_});
+      if (auto* reason = std::get_if<std::string>(&result)) {
+        failure = *reason;
+        return self;
+      }
+      return std::get<Stmt>(result);
+    }
+    enclosing_.push_back(&n);
+    Stmt out = StmtMutator::visit_(n, self);
+    enclosing_.pop_back();
+    return out;
+  }
+
+ private:
+  const std::string& name_;
+  const LoopRewrite& rewrite_;
+  std::vector<const ForNode*> enclosing_;
+};
+
+class LoopNameCollector : public StmtVisitor {
+ public:
+  std::vector<std::string> names;
+
+ protected:
+  void visit_(const ForNode& n, const Stmt& self) override {
+    names.push_back(n.var.name());
+    StmtVisitor::visit_(n, self);
+  }
+  using StmtVisitor::visit_;
+};
+
+struct StoreSite {
+  const StoreNode* store;
+  std::vector<const ForNode*> inner;  // loops between the checked loop and the store
+};
+
+class StoreCollector : public StmtVisitor {
+ public:
+  std::vector<StoreSite> stores;
+
+ protected:
+  void visit_(const ForNode& n, const Stmt& self) override {
+    loops_.push_back(&n);
+    StmtVisitor::visit_(n, self);
+    loops_.pop_back();
+  }
+  void visit_(const StoreNode& n, const Stmt& self) override {
+    stores.push_back({&n, loops_});
+    StmtVisitor::visit_(n, self);
+  }
+  using StmtVisitor::visit_;
+
+ private:
+  std::vector<const ForNode*> loops_;
+};
+
+class LoadCollector : public ExprVisitor {
+ public:
+  std::vector<const LoadNode*> loads;
+
+ protected:
+  using ExprVisitor::visit_;
+  void visit_(const LoadNode& n, const Expr& self) override {
+    loads.push_back(&n);
+    ExprVisitor::visit_(n, self);
+  }
+};
+
+class StmtLoadCollector : public StmtVisitor {
+ public:
+  LoadCollector loads;
+
+ protected:
+  void visit_expr(const Expr& e) override { loads.visit(e); }
+};
+
+Expr flat_index(const Buffer& b, const std::vector<Expr>& indices) {
+  Expr flat = make_int(0);
+  for (size_t d = 0; d < indices.size(); ++d) {
+    flat = flat * make_int(b->shape[d]) + indices[d];
+  }
+  return simplify(flat);
+}
+
+bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!same_expr(simplify(a[i]), simplify(b[i]))) return false;
+  }
+  return true;
+}
+
+// True if the store's elements for different values of `v` are disjoint: the flattened index is
+// c*v + f(outer vars) + g(inner vars) with the span of g smaller than |c|.
+bool store_is_disjoint(const StoreSite& site, const VarNode* v) {
+  Expr flat = flat_index(site.store->buffer, site.store->indices);
+  std::optional<int64_t> c = affine_coefficient(flat, v);
+  if (!c || *c == 0) return false;
+  Expr rest = simplify(substitute(flat, {{v, make_int(0)}}));
+  RangeMap inner_ranges;
+  std::vector<std::pair<const VarNode*, Expr>> inner_zero;
+  for (const ForNode* loop : site.inner) {
+    auto mn = as_const_int(simplify(loop->min));
+    if (!mn) return false;  // an inner loop whose range moves with the outer ones
+    inner_ranges[loop->var.get()] = {*mn, *mn + loop->extent - 1};
+    inner_zero.emplace_back(loop->var.get(), make_int(0));
+  }
+  // rest = f(outer) + g(inner) holds if rest - rest|inner=0 no longer mentions outer variables.
+  Expr inner_part = simplify(rest - substitute(rest, inner_zero));
+  std::optional<IntRange> span = bound_of(inner_part, inner_ranges);
+  if (!span) return false;
+  int64_t mag = *c < 0 ? -*c : *c;
+  return span->max - span->min < mag;
+}
+
+}  // namespace
+
+RewriteResult<Program> rewrite_loop(const Program& p, const std::string& rule,
+                                    const std::string& loop, const LoopRewrite& rewrite) {
+  LoopReplacer replacer(loop, rewrite);
+  Stmt body = replacer.visit(p.body);
+  if (!replacer.found) return RewriteResult<Program>::not_applicable(rule, "no loop named " + loop);
+  if (!replacer.failure.empty()) return RewriteResult<Program>::not_applicable(rule, replacer.failure);
+  Program out = p;
+  out.body = simplify(body);
+  return RewriteResult<Program>::success(std::move(out));
+}
+
+std::vector<std::string> loop_names(const Program& p) {
+  LoopNameCollector c;
+  c.visit(p.body);
+  return c.names;
+}
+
+bool has_loop(const Program& p, const std::string& name) {
+  for (const std::string& n : loop_names(p)) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> cross_element_dependence(const Stmt& s) {
+  StoreCollector stores;
+  stores.visit(s);
+  StmtLoadCollector loads;
+  loads.visit(s);
+  for (const StoreSite& st : stores.stores) {
+    for (const LoadNode* load : loads.loads.loads) {
+      if (load->buffer != st.store->buffer) continue;
+      if (!same_indices(load->indices, st.store->indices)) {
+        return "buffer " + st.store->buffer->name + " is read at other elements than it is written";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> iteration_conflict(const ForNode& loop) {
+  StoreCollector stores;
+  stores.visit(loop.body);
+  for (const StoreSite& st : stores.stores) {
+    if (!uses_var(make_load(st.store->buffer, st.store->indices), loop.var.get())) {
+      return "every iteration of " + loop.var.name() + " writes the same elements of " +
+             st.store->buffer->name + " (a loop-carried dependence)";
+    }
+    if (!store_is_disjoint(st, loop.var.get())) {
+      return "cannot prove that iterations of " + loop.var.name() + " write distinct elements of " +
+             st.store->buffer->name;
+    }
+  }
+  return cross_element_dependence(loop.body);
+}
+
+}  // namespace tessera

@@ -1,0 +1,148 @@
+#include "schedule/strategy_parser.h"
+
+#include <cctype>
+#include <map>
+
+#include "te/error.h"
+
+namespace tessera {
+
+namespace {
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : text_(text) {}
+
+  ProgramStrategy parse() {
+    skip_space();
+    if (pos_ == text_.size()) return id<Program>();
+    ProgramStrategy s = parse_seq();
+    skip_space();
+    if (pos_ != text_.size()) fail(pos_, fmt::format("unexpected '{}'", text_[pos_]));
+    return s;
+  }
+
+ private:
+  [[noreturn]] void fail(size_t at, const std::string& what) {
+    throw Error(fmt::format("strategy: column {}: {}", at + 1, what));
+  }
+
+  void skip_space() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+
+  bool accept(std::string_view tok) {
+    skip_space();
+    if (text_.substr(pos_, tok.size()) == tok) {
+      pos_ += tok.size();
+      return true;
+    }
+    return false;
+  }
+
+  void expect(std::string_view tok) {
+    if (!accept(tok)) {
+      skip_space();
+      fail(pos_, pos_ < text_.size() ? fmt::format("expected '{}' but found '{}'", tok, text_[pos_])
+                                     : fmt::format("expected '{}' at the end", tok));
+    }
+  }
+
+  std::string name() {
+    skip_space();
+    size_t start = pos_;
+    auto is_name_char = [&](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+    };
+    if (pos_ < text_.size() && (std::isalpha(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
+      while (pos_ < text_.size() && is_name_char(text_[pos_])) ++pos_;
+    }
+    if (start == pos_) fail(pos_, pos_ < text_.size() ? fmt::format("expected a name but found '{}'", text_[pos_])
+                                                      : "expected a name at the end");
+    return std::string(text_.substr(start, pos_ - start));
+  }
+
+  int64_t integer() {
+    skip_space();
+    size_t start = pos_;
+    if (pos_ < text_.size() && text_[pos_] == '-') ++pos_;
+    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    std::string digits(text_.substr(start, pos_ - start));
+    if (digits.empty() || digits == "-") fail(start, "expected an integer");
+    try {
+      return std::stoll(digits);
+    } catch (const std::out_of_range&) {
+      fail(start, "integer out of range");
+    }
+  }
+
+  ProgramStrategy parse_seq() {
+    ProgramStrategy s = parse_choice();
+    while (accept(";")) s = seq(s, parse_choice());
+    return s;
+  }
+
+  ProgramStrategy parse_choice() {
+    ProgramStrategy s = parse_atom();
+    while (accept("<+")) s = lchoice(s, parse_atom());
+    return s;
+  }
+
+  std::vector<std::string> loop_list(size_t at, size_t min_count, size_t max_count, const std::string& rule) {
+    std::vector<std::string> loops{name()};
+    while (accept(",")) loops.push_back(name());
+    expect(")");
+    if (loops.size() < min_count || loops.size() > max_count) {
+      fail(at, fmt::format("{} takes {} loop names, got {}", rule,
+                           min_count == max_count ? std::to_string(min_count) : "at least " + std::to_string(min_count),
+                           loops.size()));
+    }
+    return loops;
+  }
+
+  ProgramStrategy parse_atom() {
+    skip_space();
+    size_t at = pos_;
+    if (accept("(")) {
+      ProgramStrategy s = parse_seq();
+      expect(")");
+      return s;
+    }
+    std::string head = name();
+    if (head == "id") return id<Program>();
+    if (head == "fail") return fail_strategy();
+    expect("(");
+    if (head == "try" || head == "repeat") {
+      ProgramStrategy inner = parse_seq();
+      expect(")");
+      return head == "try" ? try_(inner) : repeat(inner);
+    }
+    if (head == "split") {
+      std::string loop = name();
+      expect(",");
+      int64_t factor = integer();
+      expect(")");
+      return split(loop, factor);
+    }
+    if (head == "reorder") return reorder(loop_list(at, 1, 64, head));
+    if (head == "fuse") {
+      auto l = loop_list(at, 2, 2, head);
+      return fuse(l[0], l[1]);
+    }
+    if (head == "vectorize") return vectorize(loop_list(at, 1, 1, head)[0]);
+    if (head == "unroll") return unroll(loop_list(at, 1, 1, head)[0]);
+    if (head == "parallel") return parallel(loop_list(at, 1, 1, head)[0]);
+    fail(at, "unknown strategy '" + head + "'");
+  }
+
+  static ProgramStrategy fail_strategy() { return tessera::fail<Program>(); }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+ProgramStrategy parse_strategy(std::string_view text) { return Parser(text).parse(); }
+
+}  // namespace tessera
