@@ -115,8 +115,8 @@ bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 
 // True if the store's elements for different values of `v` are disjoint: the flattened index is
 // c*v + f(outer vars) + g(inner vars) with the span of g smaller than |c|.
-bool store_is_disjoint(const StoreSite& site, const VarNode* v) {
-  Expr flat = flat_index(site.store->buffer, site.store->indices);
+bool index_is_disjoint(const Expr& index, const StoreSite& site, const VarNode* v) {
+  Expr flat = simplify(index);
   std::optional<int64_t> c = affine_coefficient(flat, v);
   if (!c || *c == 0) return false;
   Expr rest = simplify(substitute(flat, {{v, make_int(0)}}));
@@ -134,6 +134,15 @@ bool store_is_disjoint(const StoreSite& site, const VarNode* v) {
   if (!span) return false;
   int64_t mag = *c < 0 ? -*c : *c;
   return span->max - span->min < mag;
+}
+
+// Disjoint in one dimension (the common case, and robust to guarded tails), or in the flattened
+// index (fused loops, whose dimensions are divisions of one variable).
+bool store_is_disjoint(const StoreSite& site, const VarNode* v) {
+  for (const Expr& index : site.store->indices) {
+    if (index_is_disjoint(index, site, v)) return true;
+  }
+  return index_is_disjoint(flat_index(site.store->buffer, site.store->indices), site, v);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ ProgramStrategy split(const std::string& loop, int64_t factor) {
     if (factor <= 0) {
       return RewriteResult<Program>::not_applicable(text, fmt::format("factor {} is not positive", factor));
     }
+    if (!has_loop(p, loop)) return RewriteResult<Program>::not_applicable(text, "no loop named " + loop);
     std::string outer_name = loop + ".outer", inner_name = loop + ".inner";
     for (const std::string& n : {outer_name, inner_name}) {
       if (has_loop(p, n)) return RewriteResult<Program>::not_applicable(text, "a loop named " + n + " exists already");

@@ -1,0 +1,52 @@
+#include "schedule/strategy_parser.h"
+
+#include <gtest/gtest.h>
+
+#include "ops/workload.h"
+#include "te/error.h"
+
+namespace tessera {
+namespace {
+
+TEST(StrategyText, PrintsBackAsItParses) {
+  for (const char* text : {"split(i, 32)", "split(i, 32) ; split(j, 16) ; reorder(i.outer, j.outer, k, i.inner, j.inner)",
+                           "vectorize(j.inner) ; parallel(i.outer)", "id", "fail", "try(unroll(k))",
+                           "repeat(split(i, 2))", "vectorize(j) <+ parallel(i)",
+                           "(split(i, 2) ; vectorize(i.inner)) <+ id", "fuse(conv.n, o) ; unroll(rx)"}) {
+    ProgramStrategy s = parse_strategy(text);
+    EXPECT_EQ(s.text(), text);
+    EXPECT_EQ(parse_strategy(s.text()).text(), s.text());
+  }
+}
+
+TEST(StrategyText, CombinatorsBehave) {
+  OpInstance op = instantiate(parse_workload("matmul:M=8,N=8,K=8"));
+  EXPECT_TRUE(parse_strategy("id")(op.program).ok());
+  EXPECT_FALSE(parse_strategy("fail")(op.program).ok());
+  EXPECT_TRUE(parse_strategy("try(vectorize(k))")(op.program).ok());
+  EXPECT_TRUE(parse_strategy("vectorize(k) <+ parallel(i)")(op.program).ok());
+  EXPECT_FALSE(parse_strategy("vectorize(k) <+ fail")(op.program).ok());
+  // repeat stops when split(i, 2) no longer applies: after one step i is gone.
+  EXPECT_TRUE(parse_strategy("repeat(split(i, 2))")(op.program).ok());
+  EXPECT_TRUE(parse_strategy("")(op.program).ok());
+}
+
+TEST(StrategyText, ErrorsPointAtTheColumn) {
+  auto message = [](const char* text) {
+    try {
+      parse_strategy(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("split(i 32)"), "strategy: column 9: expected ',' but found '3'");
+  EXPECT_EQ(message("tile(i, j)"), "strategy: column 1: unknown strategy 'tile'");
+  EXPECT_EQ(message("split(i, 4) ;"), "strategy: column 14: expected a name at the end");
+  EXPECT_EQ(message("split(i, x)"), "strategy: column 10: expected an integer");
+  EXPECT_EQ(message("fuse(i)"), "strategy: column 1: fuse takes 2 loop names, got 1");
+  EXPECT_EQ(message("vectorize(j))"), "strategy: column 13: unexpected ')'");
+}
+
+}  // namespace
+}  // namespace tessera
