@@ -226,16 +226,14 @@ class Parser {
   Expr parse_number(const Token& t, bool negative) const {
     if (t.kind == Tok::kInt) return make_int(parse_int(t, negative));
     std::string_view text = t.text;
-    DType type = DType::kFloat64;
-    if (text.back() == 'f') {
-      type = DType::kFloat32;
-      text.remove_suffix(1);
-    }
+    // `inf` ends in f but is float64; the float32 specials are `inff` and `nanf`.
+    bool is_special = t.text.starts_with("inf") || t.text.starts_with("nan");
+    DType type = text.back() == 'f' && text != "inf" ? DType::kFloat32 : DType::kFloat64;
+    if (type == DType::kFloat32) text.remove_suffix(1);
     double value;
-    if (text == "inf") {
-      value = std::numeric_limits<double>::infinity();
-    } else if (text == "nan") {
-      value = std::numeric_limits<double>::quiet_NaN();
+    if (is_special) {
+      value = text == "inf" ? std::numeric_limits<double>::infinity()
+                            : std::numeric_limits<double>::quiet_NaN();
     } else {
       // Read in the literal's own type: rounding through double first could differ.
       std::from_chars_result r;

@@ -117,11 +117,11 @@ Program build_everything() {
                                        (aij - (f32(1e-30f) - f32(3.4028235e38f)))))));
 
   Expr bk = make_load(b, {k + 3});
-  body.push_back(make_for(
-      k, -3, 8, ForKind::kParallel,
-      make_store(d, {k + 3},
-                 bk / (make_load(b, {0}) * f64(2.5)) - (bk - f64(1e-30)) +
-                     (bk + f64(5e-324)) * f64(1.7976931348623157e308) + f64(-0.0)))));
+  body.push_back(
+      make_for(k, -3, 8, ForKind::kParallel,
+               make_store(d, {k + 3},
+                          bk / (make_load(b, {0}) * f64(2.5)) - (bk - f64(1e-30)) +
+                              (bk + f64(5e-324)) * f64(1.7976931348623157e308) + f64(-0.0))));
 
   // A non-constant start, negative literals, integer % and nested min/max.
   body.push_back(
@@ -252,7 +252,8 @@ TEST(PrinterParserTest, ExpressionsPrintWithMinimalParentheses) {
                            "!(x < y) && P[z]",
                            "x < y == y < z",
                            "x == y == (y == z)",
-                           "(x == y) != P[0]",
+                           "x == y != P[0]",
+                           "P[0] == (P[1] != P[2])",
                            "P[0] || P[1] && P[2]",
                            "(P[0] || P[1]) && P[2]",
                            "!!P[0] || !(P[1] || P[2])",
