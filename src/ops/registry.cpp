@@ -26,7 +26,7 @@ OpInstance build_matmul(const Workload& w) {
   Tensor a = placeholder({m, k}, DType::kFloat32, "A");
   Tensor b = placeholder({k, n}, DType::kFloat32, "B");
   Tensor c = matmul(a, b, "C");
-  OpInstance op{{a, b, c}, lower("matmul", {a, b, c}), 2.0 * m * n * k, nullptr};
+  OpInstance op{{a, b, c}, lower("matmul", {a, b, c}), 2.0 * m * n * k, k, nullptr};
   op.reference = [=](Arrays& x) {
     const auto &A = x[0], &B = x[1];
     auto& C = x[2];
@@ -79,7 +79,7 @@ OpInstance build_conv2d(const Workload& w) {
   Tensor weight = placeholder({s.o, s.c, s.k, s.k}, DType::kFloat32, "weight");
   Tensor out = conv2d_nchw(data, weight, s.s, s.p, "conv");
   double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k;
-  OpInstance op{{data, weight, out}, lower("conv2d", {data, weight, out}), flops, nullptr};
+  OpInstance op{{data, weight, out}, lower("conv2d", {data, weight, out}), flops, s.c * s.k * s.k, nullptr};
   op.reference = [s](Arrays& x) { reference_conv(s, x[0], x[1], x[2]); };
   return op;
 }
@@ -91,7 +91,8 @@ OpInstance build_conv2d_bias_relu(const Workload& w) {
   Tensor bias = placeholder({s.o}, DType::kFloat32, "bias");
   Tensor out = relu(bias_add_nchw(conv2d_nchw(data, weight, s.s, s.p, "conv"), bias, "bias_add"), "relu");
   double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k + 2.0 * s.n * s.o * s.oh * s.ow;
-  OpInstance op{{data, weight, bias, out}, lower("conv2d_bias_relu", {data, weight, bias, out}), flops, nullptr};
+  OpInstance op{{data, weight, bias, out}, lower("conv2d_bias_relu", {data, weight, bias, out}), flops,
+                 s.c * s.k * s.k, nullptr};
   op.reference = [s](Arrays& x) {
     reference_conv(s, x[0], x[1], x[3]);
     int64_t plane = s.oh * s.ow;
@@ -108,7 +109,7 @@ OpInstance build_add(const Workload& w) {
   Tensor a = placeholder({m, n}, DType::kFloat32, "A");
   Tensor b = placeholder({m, n}, DType::kFloat32, "B");
   Tensor c = add(a, b, "C");
-  OpInstance op{{a, b, c}, lower("add", {a, b, c}), double(m * n), nullptr};
+  OpInstance op{{a, b, c}, lower("add", {a, b, c}), double(m * n), 1, nullptr};
   op.reference = [](Arrays& x) {
     for (size_t i = 0; i < x[2].size(); ++i) x[2][i] = x[0][i] + x[1][i];
   };
@@ -119,7 +120,7 @@ OpInstance build_relu(const Workload& w) {
   int64_t m = positive(w, "M"), n = positive(w, "N");
   Tensor a = placeholder({m, n}, DType::kFloat32, "A");
   Tensor b = relu(a, "B");
-  OpInstance op{{a, b}, lower("relu", {a, b}), double(m * n), nullptr};
+  OpInstance op{{a, b}, lower("relu", {a, b}), double(m * n), 1, nullptr};
   op.reference = [](Arrays& x) {
     for (size_t i = 0; i < x[1].size(); ++i) x[1][i] = std::max(x[0][i], 0.0);
   };

@@ -29,6 +29,7 @@ struct OpInstance {
   std::vector<Tensor> args;  // placeholders then outputs: the kernel's argument order
   Program program;           // the plain lowered loop program
   double flops = 0;          // floating-point operations of one run
+  int64_t reduction_length = 1;  // terms per output element, for comparison tolerances
   /// Hand-written naive implementation over row-major double arrays, in argument order.
   std::function<void(std::vector<std::vector<double>>&)> reference;
 };
