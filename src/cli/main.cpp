@@ -143,6 +143,10 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("ops", "List the operators and their workload keys");
 
+  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "run" && std::string(argv[1]) != "ops") {
+    std::cerr << "tessera: error: unknown command '" << argv[1] << "' (commands: run, ops; see --help)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -53,8 +53,8 @@ class CEmitter : private ExprFunctor<CExpr> {
   CExpr print(const Expr& e) { return visit(e); }
   /// The row-major flat index of `indices` into `b`, as an int32 expression.
   static Expr flat_index(const Buffer& b, const std::vector<Expr>& indices);
-  /// The C name of a buffer in scope; records that the buffer is used.
-  const std::string& buffer_name(const Buffer& b);
+  /// The C name of a buffer in scope; records that the buffer is used (and stored to).
+  const std::string& buffer_name(const Buffer& b, bool for_store = false);
   /// A fresh identifier derived from `hint`.
   std::string fresh_name(const std::string& hint);
   /// The C name of a loop variable (assigned on first use, then stable).
@@ -79,8 +79,7 @@ class CEmitter : private ExprFunctor<CExpr> {
   void emit_allocate(const AllocateNode& n);
   void emit_if(const IfThenElseNode& n);
   std::string helper(const std::string& name);
-  CExpr binary(const Expr& a, const Expr& b, const char* op, int prec, int left_min,
-               int right_min);
+  CExpr binary(const Expr& a, const Expr& b, const char* op, int prec, int left_min, int right_min);
   CExpr call(const std::string& fn, const Expr& a, const Expr& b);
 
   CExpr visit_(const IntImmNode& n, const Expr&) override;

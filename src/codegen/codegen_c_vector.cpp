@@ -1,0 +1,259 @@
+// Vectorized loops as GCC vector extensions.
+//
+// A loop `for v in [m, m + L) vectorized` whose body is straight-line stores becomes one block
+// that computes all L lanes at once:
+//   - a sub-expression that does not use v stays scalar; gcc broadcasts it when it meets a vector;
+//   - a load whose flat index is affine in v with coefficient 1 is one unaligned vector move
+//     (`__builtin_memcpy` into a vector variable, which gcc turns into vmovups);
+//   - any other load that uses v is gathered lane by lane, a store is scattered lane by lane;
+//   - + - * and float / act on whole vectors, so `c + a * b` contracts to an FMA;
+//   - v itself, used as a value, is the vector {m, m + 1, ..., m + L - 1}.
+// GNU C (unlike C++) has no `?:` on vectors, so bodies with varying comparisons, select, min, max,
+// bool values or integer division take the `#pragma omp simd` path in codegen_c.cpp instead.
+
+#include <fmt/format.h>
+
+#include "codegen/codegen_c_emitter.h"
+#include "te/error.h"
+
+namespace tessera::codegen_c_detail {
+
+std::optional<int64_t> affine_coefficient(const Expr& e, const VarNode* v) {
+  if (!uses_var(e, v)) return 0;
+  switch (e.kind()) {
+    case ExprKind::kVar:
+      return 1;
+    case ExprKind::kAdd: {
+      const auto* n = e.as<AddNode>();
+      auto a = affine_coefficient(n->a, v);
+      auto b = affine_coefficient(n->b, v);
+      if (!a || !b) return std::nullopt;
+      return *a + *b;
+    }
+    case ExprKind::kSub: {
+      const auto* n = e.as<SubNode>();
+      auto a = affine_coefficient(n->a, v);
+      auto b = affine_coefficient(n->b, v);
+      if (!a || !b) return std::nullopt;
+      return *a - *b;
+    }
+    case ExprKind::kMul: {
+      const auto* n = e.as<MulNode>();
+      const int64_t* ca = as_const_int(n->a);
+      const int64_t* cb = as_const_int(n->b);
+      if (!ca && !cb) return std::nullopt;  // v times something that is not a constant
+      auto other = affine_coefficient(ca ? n->b : n->a, v);
+      if (!other) return std::nullopt;
+      return *other * (ca ? *ca : *cb);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+namespace {
+
+bool is_power_of_two(int64_t x) {
+  return x > 0 && (x & (x - 1)) == 0;
+}
+
+class VectorLoop {
+ public:
+  VectorLoop(CEmitter& em, const ForNode& loop)
+      : em_(em), loop_(loop), v_(loop.var.get()), lanes_(loop.extent) {}
+
+  bool supported() const {
+    return lanes_ >= 2 && lanes_ <= 64 && is_power_of_two(lanes_) && supported_stmt(loop_.body);
+  }
+
+  void emit() {
+    base_ = em_.var_name(v_);
+    em_.line(fmt::format("// {}: vectorized, {} lanes (GCC vector extensions)", base_, lanes_));
+    CExpr mn = em_.print(loop_.min);
+    em_.open("");
+    // Inside the block the loop var names lane 0; contiguous accesses start there.
+    em_.line(fmt::format("const int32_t {} = {};", base_, mn.text));
+    non_negative_ = em_.is_non_negative(loop_.min);
+    auto previous = em_.bind_var(v_, {CExpr{base_}, non_negative_});
+    emit_stmt(loop_.body);
+    em_.restore_var(v_, std::move(previous));
+    em_.close();
+  }
+
+ private:
+  struct VExpr {
+    CExpr c;
+    bool varying;
+  };
+
+  bool supported_stmt(const Stmt& s) const {
+    if (const auto* seq = s.as<SeqNode>()) {
+      for (const Stmt& c : seq->stmts) {
+        if (!supported_stmt(c)) return false;
+      }
+      return true;
+    }
+    const auto* st = s.as<StoreNode>();
+    if (!st || st->buffer->dtype == DType::kBool) return false;
+    // A store to one address from every lane is a reduction, not a vector store.
+    bool varying_index = false;
+    for (const Expr& i : st->indices) varying_index |= uses_var(i, v_);
+    return varying_index && supported_value(st->value);
+  }
+
+  bool supported_value(const Expr& e) const {
+    if (!uses_var(e, v_)) return true;
+    switch (e.kind()) {
+      case ExprKind::kVar:
+        return true;
+      case ExprKind::kLoad:
+        return e.dtype() != DType::kBool;
+      case ExprKind::kAdd:
+        return both_supported(e.as<AddNode>());
+      case ExprKind::kSub:
+        return both_supported(e.as<SubNode>());
+      case ExprKind::kMul:
+        return both_supported(e.as<MulNode>());
+      case ExprKind::kDiv:
+        return is_float(e.dtype()) && both_supported(e.as<DivNode>());
+      case ExprKind::kCast: {
+        const auto* n = e.as<CastNode>();
+        return n->dtype != DType::kBool && n->value.dtype() != DType::kBool &&
+               supported_value(n->value);
+      }
+      default:
+        return false;
+    }
+  }
+
+  template <typename Node>
+  bool both_supported(const Node* n) const {
+    return supported_value(n->a) && supported_value(n->b);
+  }
+
+  void emit_stmt(const Stmt& s) {
+    if (const auto* seq = s.as<SeqNode>()) {
+      for (const Stmt& c : seq->stmts) emit_stmt(c);
+    } else {
+      emit_store(*s.as<StoreNode>());
+    }
+  }
+
+  // Runs `body` once per lane with the loop var bound to `base + lane`.
+  template <typename F>
+  void per_lane(F body) {
+    std::string lane = em_.fresh_name(base_ + "_lane");
+    em_.open(fmt::format("for (int32_t {0} = 0; {0} < {1}; ++{0})", lane, lanes_));
+    auto previous =
+        em_.bind_var(v_, {CExpr{fmt::format("{} + {}", base_, lane), kPrecAdd}, non_negative_});
+    body(lane);
+    em_.restore_var(v_, std::move(previous));
+    em_.close();
+  }
+
+  void emit_store(const StoreNode& n) {
+    Expr flat = CEmitter::flat_index(n.buffer, n.indices);
+    auto coef = affine_coefficient(flat, v_);
+    VExpr val = value(n.value);
+    const std::string buf = em_.buffer_name(n.buffer, /*for_store=*/true);
+    const std::string type = em_.vector_type(n.buffer->dtype, lanes_);
+    const std::string tmp = em_.fresh_name(buf + "_new");
+    if (val.varying) {
+      em_.line(fmt::format("const {} {} = {};", type, tmp, val.c.text));
+    } else {
+      // Broadcast; `x - 0` is exact for every x, including -0.0.
+      em_.line(fmt::format("const {0} {1} = {2} - ({0}){{0}};", type, tmp, val.c.wrap(kPrecAdd)));
+    }
+    if (coef && *coef == 1) {
+      em_.line(fmt::format("__builtin_memcpy(&{}[{}], &{}, sizeof({}));", buf, em_.print(flat).text,
+                           tmp, tmp));
+    } else {
+      per_lane([&](const std::string& lane) {
+        em_.line(fmt::format("{}[{}] = {}[{}];", buf, em_.print(flat).text, tmp, lane));
+      });
+    }
+  }
+
+  std::string emit_load(const LoadNode& n) {
+    Expr flat = CEmitter::flat_index(n.buffer, n.indices);
+    auto coef = affine_coefficient(flat, v_);
+    const std::string buf = em_.buffer_name(n.buffer);
+    const std::string type = em_.vector_type(n.buffer->dtype, lanes_);
+    const std::string tmp = em_.fresh_name(buf + "_vec");
+    em_.line(fmt::format("{} {};", type, tmp));
+    if (coef && *coef == 1) {
+      em_.line(fmt::format("__builtin_memcpy(&{}, &{}[{}], sizeof({}));", tmp, buf,
+                           em_.print(flat).text, tmp));
+    } else {
+      per_lane([&](const std::string& lane) {
+        em_.line(fmt::format("{}[{}] = {}[{}];", tmp, lane, buf, em_.print(flat).text));
+      });
+    }
+    return tmp;
+  }
+
+  // The vector {base, base + 1, ...}, declared at its first use.
+  const std::string& lane_ids() {
+    if (lane_ids_.empty()) {
+      lane_ids_ = em_.fresh_name(base_ + "_lanes");
+      const std::string type = em_.vector_type(DType::kInt32, lanes_);
+      std::string init;
+      for (int64_t l = 0; l < lanes_; ++l) init += (l ? ", " : "") + std::to_string(l);
+      em_.line(fmt::format("const {0} {1} = {2} + ({0}){{{3}}};", type, lane_ids_, base_, init));
+    }
+    return lane_ids_;
+  }
+
+  template <typename Node>
+  VExpr arith(const Node* n, const char* op, int prec, int right_min) {
+    VExpr a = value(n->a);
+    VExpr b = value(n->b);
+    return {{fmt::format("{} {} {}", a.c.wrap(prec), op, b.c.wrap(right_min)), prec}, true};
+  }
+
+  VExpr value(const Expr& e) {
+    if (!uses_var(e, v_)) return {em_.print(e), false};
+    switch (e.kind()) {
+      case ExprKind::kVar:
+        return {CExpr{lane_ids()}, true};
+      case ExprKind::kLoad:
+        return {CExpr{emit_load(*e.as<LoadNode>())}, true};
+      case ExprKind::kAdd:
+        return arith(e.as<AddNode>(), "+", kPrecAdd, is_float(e.dtype()) ? kPrecMul : kPrecAdd);
+      case ExprKind::kSub:
+        return arith(e.as<SubNode>(), "-", kPrecAdd, kPrecMul);
+      case ExprKind::kMul:
+        return arith(e.as<MulNode>(), "*", kPrecMul, kPrecUnary);
+      case ExprKind::kDiv:
+        return arith(e.as<DivNode>(), "/", kPrecMul, kPrecUnary);
+      case ExprKind::kCast: {
+        const auto* n = e.as<CastNode>();
+        VExpr src = value(n->value);
+        return {CExpr{fmt::format("__builtin_convertvector({}, {})", src.c.text,
+                                  em_.vector_type(n->dtype, lanes_))},
+                true};
+      }
+      default:
+        throw_internal("vector codegen: unsupported {}", expr_kind_name(e.kind()));
+    }
+  }
+
+  CEmitter& em_;
+  const ForNode& loop_;
+  const VarNode* v_;
+  const int64_t lanes_;
+  std::string base_;
+  std::string lane_ids_;
+  bool non_negative_ = false;
+};
+
+}  // namespace
+
+bool emit_vector_loop(CEmitter& em, const ForNode& loop) {
+  VectorLoop vl(em, loop);
+  if (!vl.supported()) return false;
+  vl.emit();
+  return true;
+}
+
+}  // namespace tessera::codegen_c_detail

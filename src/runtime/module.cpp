@@ -1,0 +1,198 @@
+#include "runtime/module.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <omp.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "te/error.h"
+
+extern char** environ;
+
+namespace tessera {
+
+std::string default_c_compiler() {
+#ifdef TESSERA_C_COMPILER
+  return TESSERA_C_COMPILER;
+#else
+  return "cc";
+#endif
+}
+
+std::vector<std::string> default_compile_flags() {
+  return {"-O3",   "-march=native", "-fopenmp",  "-ffp-contract=fast", "-mprefer-vector-width=512",
+          "-fPIC", "-shared",       "-std=gnu11"};
+}
+
+namespace {
+
+// A private directory (mkdtemp makes it mode 0700), removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessera-XXXXXX";
+    if (!mkdtemp(pattern.data())) {
+      throw_error("cannot create a temporary directory {}: {}", pattern, std::strerror(errno));
+    }
+    path_ = pattern;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out.good()) throw_error("cannot write {}", path);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string first_lines(const std::string& text, int n) {
+  size_t pos = 0;
+  for (int i = 0; i < n && pos != std::string::npos; ++i) {
+    pos = text.find('\n', pos);
+    if (pos != std::string::npos) ++pos;
+  }
+  if (pos == std::string::npos || pos >= text.size()) return text;
+  return text.substr(0, pos) + "[...]\n";
+}
+
+// Runs argv (argv[0] looked up in PATH) with stdout and stderr going to log_path. No shell is
+// involved, so paths and flags need no quoting. Throws unless the process exits with status 0.
+void run_compiler(const std::vector<std::string>& argv, const std::string& log_path) {
+  int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw_error("cannot create {}: {}", log_path, std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, fd, 2);
+  std::vector<char*> cargv;
+  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  pid_t pid = 0;
+  int err = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fd);
+  if (err != 0) throw_error("cannot run the C compiler '{}': {}", argv[0], std::strerror(err));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw_error("waiting for the C compiler failed: {}", std::strerror(errno));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
+                                      : fmt::format("signal {}", WTERMSIG(status));
+  throw_error("C compiler '{}' failed ({}):\n{}", argv[0], how,
+              first_lines(read_file(log_path), 20));
+}
+
+std::vector<std::string> compiler_command(const CompileOptions& opts, bool keep_shared) {
+  std::vector<std::string> argv{opts.compiler};
+  for (const std::string& f : opts.flags) {
+    if (keep_shared || f != "-shared") argv.push_back(f);
+  }
+  return argv;
+}
+
+}  // namespace
+
+Module::Module(Module&& other) noexcept : handle_(other.handle_), entry_(other.entry_) {
+  other.handle_ = nullptr;
+  other.entry_ = nullptr;
+}
+
+Module& Module::operator=(Module&& other) noexcept {
+  if (this != &other) {
+    if (handle_) dlclose(handle_);
+    handle_ = other.handle_;
+    entry_ = other.entry_;
+    other.handle_ = nullptr;
+    other.entry_ = nullptr;
+  }
+  return *this;
+}
+
+Module::~Module() {
+  if (handle_) dlclose(handle_);
+}
+
+Module Module::compile(const std::string& c_code, const CompileOptions& opts) {
+  TempDir dir;
+  const std::string source = dir.file("kernel.c");
+  const std::string object = dir.file("kernel.so");
+  write_file(source, c_code);
+  std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/true);
+  argv.insert(argv.end(), {"-o", object, source});
+  run_compiler(argv, dir.file("compiler.log"));
+  // The mapping stays valid after the directory is removed.
+  void* handle = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw_error("cannot load the compiled kernel: {}", dlerror());
+  void* sym = dlsym(handle, opts.entry.c_str());
+  if (!sym) {
+    dlclose(handle);
+    throw_error("the compiled kernel has no entry point '{}'", opts.entry);
+  }
+  return Module(handle, reinterpret_cast<EntryFn>(sym));
+}
+
+void Module::run(const std::vector<void*>& args) const {
+  if (!entry_) throw_error("Module::run on a module that holds no kernel");
+  entry_(args.data());
+}
+
+void Module::run(const std::vector<NDArray*>& arrays) const {
+  std::vector<void*> args;
+  for (NDArray* a : arrays) {
+    if (!a || !a->data()) throw_error("Module::run: argument {} has no data", args.size());
+    args.push_back(a->data());
+  }
+  run(args);
+}
+
+void Module::run(std::initializer_list<NDArray*> arrays) const {
+  run(std::vector<NDArray*>(arrays));
+}
+
+std::string compile_to_assembly(const std::string& c_code, const CompileOptions& opts) {
+  TempDir dir;
+  const std::string source = dir.file("kernel.c");
+  const std::string assembly = dir.file("kernel.s");
+  write_file(source, c_code);
+  std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/false);
+  argv.insert(argv.end(), {"-S", "-o", assembly, source});
+  run_compiler(argv, dir.file("compiler.log"));
+  return read_file(assembly);
+}
+
+void set_num_threads(int n) {
+  omp_set_num_threads(n);
+}
+int num_threads() {
+  return omp_get_max_threads();
+}
+
+}  // namespace tessera
