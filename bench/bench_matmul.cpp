@@ -45,11 +45,13 @@ std::string read_file(const std::string& path) {
 void reexec_with_avx512_kernels_if_undetected(char** argv) {
   if (std::getenv("TESSERA_BENCH_OPENBLAS_FORCED")) return;
   std::string core = openblas_get_corename();
-  bool avx512_core = core.find("Skylake") != std::string::npos || core.find("Cooperlake") != std::string::npos ||
+  bool avx512_core = core.find("Skylake") != std::string::npos ||
+                     core.find("Cooperlake") != std::string::npos ||
                      core.find("SapphireRapids") != std::string::npos;
   __builtin_cpu_init();
   if (avx512_core || !__builtin_cpu_supports("avx512f")) return;
-  std::cout << "OpenBLAS picked " << core << " kernels on an AVX-512 CPU; re-running with SkylakeX kernels" << std::endl;
+  std::cout << "OpenBLAS picked " << core
+            << " kernels on an AVX-512 CPU; re-running with SkylakeX kernels" << std::endl;
   setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
   setenv("TESSERA_BENCH_OPENBLAS_FORCED", core.c_str(), 1);
   execv("/proc/self/exe", argv);
@@ -76,7 +78,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "Timed repeats (median reported)")->check(CLI::PositiveNumber);
   app.add_option("--strategy-file", strategy_file, "The tessera strategy to measure");
   app.add_option("--out", out_path, "Also write the Markdown table to this file");
-  app.add_flag("--skip-plain", skip_plain, "Do not time the unscheduled loop nest (slow at large sizes)");
+  app.add_flag("--skip-plain", skip_plain,
+               "Do not time the unscheduled loop nest (slow at large sizes)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -94,7 +97,8 @@ int main(int argc, char** argv) {
     std::cout << "strategy: " << strategy.text() << "\n\n";
 
     std::ostringstream table;
-    table << "| " << workload << " | threads | GFLOP/s | vs OpenBLAS | correct |\n|---|---|---|---|---|\n";
+    table << "| " << workload
+          << " | threads | GFLOP/s | vs OpenBLAS | correct |\n|---|---|---|---|---|\n";
     for (int threads : thread_counts) {
       openblas_set_num_threads(threads);
       NDArray a = NDArray::empty({size, size}, DType::kFloat32);
@@ -105,8 +109,8 @@ int main(int argc, char** argv) {
       auto n = static_cast<int>(size);
       Timing blas = time_function(
           [&] {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data_as<float>(), n,
-                        b.data_as<float>(), n, 0.0f, c.data_as<float>(), n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                        a.data_as<float>(), n, b.data_as<float>(), n, 0.0f, c.data_as<float>(), n);
           },
           repeat);
       double blas_gflops = op.flops / blas.median * 1e-9;
@@ -121,12 +125,14 @@ int main(int argc, char** argv) {
         plain.min_repeat_ms = 0;
         rows.emplace_back("tessera, no strategy", evaluate(op, op.program, plain));
       }
-      rows.emplace_back("tessera, split+reorder+vectorize+parallel", evaluate(op, scheduled.program(), params));
+      rows.emplace_back("tessera, split+reorder+vectorize+parallel",
+                        evaluate(op, scheduled.program(), params));
       for (const auto& [name, ev] : rows) {
-        table << fmt::format("| {} | {} | {:.1f} | {:.2f} | {} |\n", name, threads, ev.gflops, ev.gflops / blas_gflops,
-                             ev.correct ? "yes" : "NO");
+        table << fmt::format("| {} | {} | {:.1f} | {:.2f} | {} |\n", name, threads, ev.gflops,
+                             ev.gflops / blas_gflops, ev.correct ? "yes" : "NO");
       }
-      table << fmt::format("| OpenBLAS cblas_sgemm | {} | {:.1f} | 1.00 | |\n", threads, blas_gflops);
+      table << fmt::format("| OpenBLAS cblas_sgemm | {} | {:.1f} | 1.00 | |\n", threads,
+                           blas_gflops);
     }
     std::cout << table.str() << std::flush;
     if (!out_path.empty()) std::ofstream(out_path) << table.str();

@@ -37,7 +37,8 @@ inline ::testing::AssertionResult outputs_close(const std::vector<std::vector<do
                                                 const std::vector<std::vector<double>>& expected,
                                                 size_t outputs, double tol = 1e-4) {
   for (size_t a = actual.size() - outputs; a < actual.size(); ++a) {
-    if (actual[a].size() != expected[a].size()) return ::testing::AssertionFailure() << "size differs";
+    if (actual[a].size() != expected[a].size())
+      return ::testing::AssertionFailure() << "size differs";
     for (size_t i = 0; i < actual[a].size(); ++i) {
       double x = actual[a][i], y = expected[a][i];
       if (!(std::abs(x - y) <= tol * (1 + std::abs(y)))) {
@@ -50,7 +51,8 @@ inline ::testing::AssertionResult outputs_close(const std::vector<std::vector<do
 }
 
 /// Interprets `p` on seeded random inputs and compares it with the operator's naive reference.
-inline ::testing::AssertionResult interpreter_matches_reference(const OpInstance& op, const Program& p,
+inline ::testing::AssertionResult interpreter_matches_reference(const OpInstance& op,
+                                                                const Program& p,
                                                                 uint64_t seed = 1) {
   auto expected = random_args(op.program, seed);
   auto actual = expected;

@@ -1,7 +1,7 @@
 // The `tessera` command: run an operator under a strategy, list operators.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -113,7 +113,8 @@ int ops_command() {
   for (const OpDef& def : op_registry()) {
     std::vector<std::string> kv;
     for (const std::string& k : def.keys) kv.push_back(k + "=");
-    std::cout << fmt::format("{:<18} {}:{}\n{:<18} {}\n", def.name, def.name, fmt::join(kv, ","), "", def.summary);
+    std::cout << fmt::format("{:<18} {}:{}\n{:<18} {}\n", def.name, def.name, fmt::join(kv, ","),
+                             "", def.summary);
   }
   return 0;
 }
@@ -127,15 +128,20 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   RunArgs run;
-  CLI::App* run_cmd = app.add_subcommand("run", "Run an operator under a strategy: loop program before and after, "
-                                                "check against the reference, GFLOP/s");
-  run_cmd->add_option("workload", run.workload, "op:key=value,..., e.g. matmul:M=512,N=512,K=512")->required();
-  auto* strategy_opt = run_cmd->add_option("--strategy,-s", run.strategy,
-                                           "Strategy text, e.g. 'split(i, 32) ; vectorize(i.inner)'");
+  CLI::App* run_cmd =
+      app.add_subcommand("run",
+                         "Run an operator under a strategy: loop program before and after, "
+                         "check against the reference, GFLOP/s");
+  run_cmd->add_option("workload", run.workload, "op:key=value,..., e.g. matmul:M=512,N=512,K=512")
+      ->required();
+  auto* strategy_opt = run_cmd->add_option(
+      "--strategy,-s", run.strategy, "Strategy text, e.g. 'split(i, 32) ; vectorize(i.inner)'");
   run_cmd->add_option("--strategy-file", run.strategy_file, "Read the strategy text from a file")
       ->excludes(strategy_opt);
-  run_cmd->add_option("--threads,-t", run.threads, "Threads for parallel loops (default: all cores)");
-  run_cmd->add_option("--repeat", run.repeat, "Timed repeats (median reported)")->check(CLI::PositiveNumber);
+  run_cmd->add_option("--threads,-t", run.threads,
+                      "Threads for parallel loops (default: all cores)");
+  run_cmd->add_option("--repeat", run.repeat, "Timed repeats (median reported)")
+      ->check(CLI::PositiveNumber);
   run_cmd->add_option("--seed", run.seed, "Seed of the random inputs");
   run_cmd->add_flag("--show-code", run.show_code, "Print the generated C");
   run_cmd->add_flag("--json", run.json, "Print the result as JSON");
@@ -143,8 +149,10 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("ops", "List the operators and their workload keys");
 
-  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "run" && std::string(argv[1]) != "ops") {
-    std::cerr << "tessera: error: unknown command '" << argv[1] << "' (commands: run, ops; see --help)\n";
+  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "run" &&
+      std::string(argv[1]) != "ops") {
+    std::cerr << "tessera: error: unknown command '" << argv[1]
+              << "' (commands: run, ops; see --help)\n";
     return 2;
   }
   try {

@@ -75,9 +75,12 @@ Stmt build_nest(const std::vector<Var>& vars, const std::vector<IntRange>& range
 
 Expr combine(ReduceOp op, const Expr& acc, const Expr& value) {
   switch (op) {
-    case ReduceOp::kSum: return acc + value;
-    case ReduceOp::kMax: return max(acc, value);
-    case ReduceOp::kMin: return min(acc, value);
+    case ReduceOp::kSum:
+      return acc + value;
+    case ReduceOp::kMax:
+      return max(acc, value);
+    case ReduceOp::kMin:
+      return min(acc, value);
   }
   throw_internal("unknown reduce op");
 }
@@ -92,7 +95,8 @@ Program lower(const std::string& name, const std::vector<Tensor>& args) {
   std::map<const TensorNode*, Buffer> buffers;
   for (const Tensor& t : args) {
     if (!t.defined()) throw_error("lower: undefined tensor in the arguments of {}", name);
-    if (!arg_set.insert(t.ref().get()).second) throw_error("lower: tensor {} is passed twice", t->name);
+    if (!arg_set.insert(t.ref().get()).second)
+      throw_error("lower: tensor {} is passed twice", t->name);
     Buffer b = make_buffer(t->name, t->dtype, t->shape);
     buffers[t.ref().get()] = b;
     (t->is_placeholder ? p.inputs : p.outputs).push_back(b);
@@ -107,7 +111,8 @@ Program lower(const std::string& name, const std::vector<Tensor>& args) {
   std::vector<Tensor> stages;
   std::set<std::string> buffer_names;
   for (const Tensor& t : order) {
-    if (!buffer_names.insert(t->name).second) throw_error("lower: two tensors are named {}", t->name);
+    if (!buffer_names.insert(t->name).second)
+      throw_error("lower: two tensors are named {}", t->name);
     if (t->is_placeholder) {
       if (!arg_set.count(t.ref().get())) {
         throw_error("lower: placeholder {} is read but is not an argument of {}", t->name, name);
@@ -115,7 +120,8 @@ Program lower(const std::string& name, const std::vector<Tensor>& args) {
       continue;
     }
     stages.push_back(t);
-    if (!buffers.count(t.ref().get())) buffers[t.ref().get()] = make_buffer(t->name, t->dtype, t->shape);
+    if (!buffers.count(t.ref().get()))
+      buffers[t.ref().get()] = make_buffer(t->name, t->dtype, t->shape);
   }
 
   // Bounds inference, consumers before producers.

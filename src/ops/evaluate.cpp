@@ -33,7 +33,8 @@ Evaluation evaluate(const OpInstance& op, const Program& program, const Evaluate
     for (size_t i = first_output; i < arrays.size(); ++i) {
       NDArray expected = NDArray::empty(arrays[i].shape(), arrays[i].dtype());
       expected.from_doubles(ref[i]);
-      CompareResult cr = compare(arrays[i], expected, default_tolerance(expected.dtype(), op.reduction_length));
+      CompareResult cr =
+          compare(arrays[i], expected, default_tolerance(expected.dtype(), op.reduction_length));
       ev.max_abs_err = std::max(ev.max_abs_err, cr.max_abs_err);
       if (!cr.ok && ev.correct) {
         ev.correct = false;

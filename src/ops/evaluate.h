@@ -20,17 +20,18 @@ struct EvaluateParams {
 };
 
 struct Evaluation {
-  std::string code;          // the generated C
+  std::string code;  // the generated C
   bool checked = false;
   bool correct = false;
   double max_abs_err = 0;
-  std::string mismatch;      // where the result differs, when it does
+  std::string mismatch;  // where the result differs, when it does
   Timing timing;
-  double gflops = 0;         // from the median time
+  double gflops = 0;  // from the median time
   int threads = 0;
 };
 
 /// Throws tessera::Error if the program does not compile.
-Evaluation evaluate(const OpInstance& op, const Program& program, const EvaluateParams& params = {});
+Evaluation evaluate(const OpInstance& op, const Program& program,
+                    const EvaluateParams& params = {});
 
 }  // namespace tessera

@@ -43,11 +43,20 @@ struct ConvShape {
 };
 
 ConvShape conv_shape(const Workload& w) {
-  ConvShape s{positive(w, "N"), positive(w, "C"), positive(w, "H"), positive(w, "W"),
-              positive(w, "O"), positive(w, "K"), positive(w, "S"), w.get("P"), 0, 0};
+  ConvShape s{positive(w, "N"),
+              positive(w, "C"),
+              positive(w, "H"),
+              positive(w, "W"),
+              positive(w, "O"),
+              positive(w, "K"),
+              positive(w, "S"),
+              w.get("P"),
+              0,
+              0};
   if (s.p < 0) throw_error("{}: P must not be negative, got {}", w.op, s.p);
   if (s.k > s.h + 2 * s.p || s.k > s.w + 2 * s.p) {
-    throw_error("{}: kernel {} is larger than the padded input {}x{}", w.op, s.k, s.h + 2 * s.p, s.w + 2 * s.p);
+    throw_error("{}: kernel {} is larger than the padded input {}x{}", w.op, s.k, s.h + 2 * s.p,
+                s.w + 2 * s.p);
   }
   s.oh = (s.h + 2 * s.p - s.k) / s.s + 1;
   s.ow = (s.w + 2 * s.p - s.k) / s.s + 1;
@@ -55,8 +64,8 @@ ConvShape conv_shape(const Workload& w) {
 }
 
 // Direct convolution over doubles: data NCHW, weight OIHW, out NOHW.
-void reference_conv(const ConvShape& s, const std::vector<double>& data, const std::vector<double>& weight,
-                    std::vector<double>& out) {
+void reference_conv(const ConvShape& s, const std::vector<double>& data,
+                    const std::vector<double>& weight, std::vector<double>& out) {
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t o = 0; o < s.o; ++o)
       for (int64_t y = 0; y < s.oh; ++y)
@@ -67,7 +76,8 @@ void reference_conv(const ConvShape& s, const std::vector<double>& data, const s
               for (int64_t kx = 0; kx < s.k; ++kx) {
                 int64_t iy = y * s.s + ky - s.p, ix = x * s.s + kx - s.p;
                 if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-                acc += data[((n * s.c + c) * s.h + iy) * s.w + ix] * weight[((o * s.c + c) * s.k + ky) * s.k + kx];
+                acc += data[((n * s.c + c) * s.h + iy) * s.w + ix] *
+                       weight[((o * s.c + c) * s.k + ky) * s.k + kx];
               }
           out[((n * s.o + o) * s.oh + y) * s.ow + x] = acc;
         }
@@ -79,7 +89,8 @@ OpInstance build_conv2d(const Workload& w) {
   Tensor weight = placeholder({s.o, s.c, s.k, s.k}, DType::kFloat32, "weight");
   Tensor out = conv2d_nchw(data, weight, s.s, s.p, "conv");
   double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k;
-  OpInstance op{{data, weight, out}, lower("conv2d", {data, weight, out}), flops, s.c * s.k * s.k, nullptr};
+  OpInstance op{
+      {data, weight, out}, lower("conv2d", {data, weight, out}), flops, s.c * s.k * s.k, nullptr};
   op.reference = [s](Arrays& x) { reference_conv(s, x[0], x[1], x[2]); };
   return op;
 }
@@ -89,10 +100,14 @@ OpInstance build_conv2d_bias_relu(const Workload& w) {
   Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
   Tensor weight = placeholder({s.o, s.c, s.k, s.k}, DType::kFloat32, "weight");
   Tensor bias = placeholder({s.o}, DType::kFloat32, "bias");
-  Tensor out = relu(bias_add_nchw(conv2d_nchw(data, weight, s.s, s.p, "conv"), bias, "bias_add"), "relu");
+  Tensor out =
+      relu(bias_add_nchw(conv2d_nchw(data, weight, s.s, s.p, "conv"), bias, "bias_add"), "relu");
   double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k + 2.0 * s.n * s.o * s.oh * s.ow;
-  OpInstance op{{data, weight, bias, out}, lower("conv2d_bias_relu", {data, weight, bias, out}), flops,
-                 s.c * s.k * s.k, nullptr};
+  OpInstance op{{data, weight, bias, out},
+                lower("conv2d_bias_relu", {data, weight, bias, out}),
+                flops,
+                s.c * s.k * s.k,
+                nullptr};
   op.reference = [s](Arrays& x) {
     reference_conv(s, x[0], x[1], x[3]);
     int64_t plane = s.oh * s.ow;
@@ -132,10 +147,14 @@ OpInstance build_relu(const Workload& w) {
 const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> registry = {
       {"matmul", {"M", "N", "K"}, "C[M,N] = A[M,K] x B[K,N], float32", build_matmul},
-      {"conv2d", {"N", "C", "H", "W", "O", "K", "S", "P"},
-       "NCHW convolution, O filters of KxK, stride S, zero padding P, float32", build_conv2d},
-      {"conv2d_bias_relu", {"N", "C", "H", "W", "O", "K", "S", "P"},
-       "conv2d, then + bias[O], then relu: one multi-stage program", build_conv2d_bias_relu},
+      {"conv2d",
+       {"N", "C", "H", "W", "O", "K", "S", "P"},
+       "NCHW convolution, O filters of KxK, stride S, zero padding P, float32",
+       build_conv2d},
+      {"conv2d_bias_relu",
+       {"N", "C", "H", "W", "O", "K", "S", "P"},
+       "conv2d, then + bias[O], then relu: one multi-stage program",
+       build_conv2d_bias_relu},
       {"add", {"M", "N"}, "C = A + B elementwise, float32", build_add},
       {"relu", {"M", "N"}, "B = max(A, 0) elementwise, float32", build_relu},
   };

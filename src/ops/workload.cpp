@@ -32,7 +32,8 @@ Workload parse_workload(std::string_view text) {
   w.op = std::string(text.substr(0, colon));
   if (w.op.empty()) throw bad("empty operator name");
   for (char c : w.op) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') throw bad("invalid operator name");
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+      throw bad("invalid operator name");
   }
   std::string_view rest = text.substr(colon + 1);
   if (rest.empty()) throw bad("no parameters");
@@ -41,7 +42,8 @@ Workload parse_workload(std::string_view text) {
     size_t comma = rest.find(',');
     std::string_view item = rest.substr(0, comma);
     size_t eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0) throw bad(fmt::format("'{}' is not key=value", item));
+    if (eq == std::string_view::npos || eq == 0)
+      throw bad(fmt::format("'{}' is not key=value", item));
     std::string key(item.substr(0, eq));
     std::string value(item.substr(eq + 1));
     if (!seen.insert(key).second) throw bad("key " + key + " given twice");
@@ -52,7 +54,8 @@ Workload parse_workload(std::string_view text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (value.empty() || used != value.size()) throw bad(fmt::format("value of {} is not an integer", key));
+    if (value.empty() || used != value.size())
+      throw bad(fmt::format("value of {} is not an integer", key));
     w.params.emplace_back(key, v);
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);

@@ -26,9 +26,9 @@ Workload parse_workload(std::string_view text);
 
 /// An operator instantiated for one workload.
 struct OpInstance {
-  std::vector<Tensor> args;  // placeholders then outputs: the kernel's argument order
-  Program program;           // the plain lowered loop program
-  double flops = 0;          // floating-point operations of one run
+  std::vector<Tensor> args;      // placeholders then outputs: the kernel's argument order
+  Program program;               // the plain lowered loop program
+  double flops = 0;              // floating-point operations of one run
   int64_t reduction_length = 1;  // terms per output element, for comparison tolerances
   /// Hand-written naive implementation over row-major double arrays, in argument order.
   std::function<void(std::vector<std::vector<double>>&)> reference;

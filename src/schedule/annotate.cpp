@@ -30,30 +30,35 @@ class InnerLoopFinder : public StmtVisitor {
 
 using Check = std::function<std::optional<std::string>(const LoopSite&)>;
 
-ProgramStrategy annotate(const std::string& rule, const std::string& loop, ForKind kind, Check check) {
+ProgramStrategy annotate(const std::string& rule, const std::string& loop, ForKind kind,
+                         Check check) {
   std::string text = fmt::format("{}({})", rule, loop);
   return ProgramStrategy(text, [=](const Program& p) {
-    return rewrite_loop(p, text, loop, [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
-      const ForNode& n = *site.loop;
-      if (n.for_kind == kind) return fmt::format("loop {} is already {}", loop, for_kind_name(kind));
-      if (n.for_kind != ForKind::kSerial) {
-        return fmt::format("loop {} is {}, not serial", loop, for_kind_name(n.for_kind));
-      }
-      if (std::optional<std::string> why = check(site)) return *why;
-      return make_for(n.var, n.min, n.extent, kind, n.body);
-    });
+    return rewrite_loop(
+        p, text, loop, [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
+          const ForNode& n = *site.loop;
+          if (n.for_kind == kind)
+            return fmt::format("loop {} is already {}", loop, for_kind_name(kind));
+          if (n.for_kind != ForKind::kSerial) {
+            return fmt::format("loop {} is {}, not serial", loop, for_kind_name(n.for_kind));
+          }
+          if (std::optional<std::string> why = check(site)) return *why;
+          return make_for(n.var, n.min, n.extent, kind, n.body);
+        });
   });
 }
 
 }  // namespace
 
 ProgramStrategy vectorize(const std::string& loop) {
-  return annotate("vectorize", loop, ForKind::kVectorized, [](const LoopSite& site) -> std::optional<std::string> {
-    InnerLoopFinder f;
-    f.visit(site.loop->body);
-    if (f.has_loop || f.has_alloc) return "loop " + site.loop->var.name() + " is not innermost";
-    return iteration_conflict(*site.loop);
-  });
+  return annotate("vectorize", loop, ForKind::kVectorized,
+                  [](const LoopSite& site) -> std::optional<std::string> {
+                    InnerLoopFinder f;
+                    f.visit(site.loop->body);
+                    if (f.has_loop || f.has_alloc)
+                      return "loop " + site.loop->var.name() + " is not innermost";
+                    return iteration_conflict(*site.loop);
+                  });
 }
 
 ProgramStrategy unroll(const std::string& loop) {
@@ -61,19 +66,21 @@ ProgramStrategy unroll(const std::string& loop) {
 }
 
 ProgramStrategy parallel(const std::string& loop) {
-  return annotate("parallel", loop, ForKind::kParallel, [](const LoopSite& site) -> std::optional<std::string> {
-    for (const ForNode* outer : site.enclosing) {
-      if (outer->for_kind == ForKind::kParallel) {
-        return "loop " + site.loop->var.name() + " is inside parallel loop " + outer->var.name();
-      }
-    }
-    InnerLoopFinder f;
-    f.visit(site.loop->body);
-    if (!f.parallel_loop.empty()) {
-      return "loop " + site.loop->var.name() + " contains parallel loop " + f.parallel_loop;
-    }
-    return iteration_conflict(*site.loop);
-  });
+  return annotate(
+      "parallel", loop, ForKind::kParallel, [](const LoopSite& site) -> std::optional<std::string> {
+        for (const ForNode* outer : site.enclosing) {
+          if (outer->for_kind == ForKind::kParallel) {
+            return "loop " + site.loop->var.name() + " is inside parallel loop " +
+                   outer->var.name();
+          }
+        }
+        InnerLoopFinder f;
+        f.visit(site.loop->body);
+        if (!f.parallel_loop.empty()) {
+          return "loop " + site.loop->var.name() + " contains parallel loop " + f.parallel_loop;
+        }
+        return iteration_conflict(*site.loop);
+      });
 }
 
 }  // namespace tessera

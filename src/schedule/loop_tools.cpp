@@ -12,7 +12,8 @@ namespace {
 
 class LoopReplacer : public StmtMutator {
  public:
-  LoopReplacer(const std::string& name, const LoopRewrite& rewrite) : name_(name), rewrite_(rewrite) {}
+  LoopReplacer(const std::string& name, const LoopRewrite& rewrite)
+      : name_(name), rewrite_(rewrite) {}
   bool found = false;
   std::string failure;
 
@@ -152,7 +153,8 @@ RewriteResult<Program> rewrite_loop(const Program& p, const std::string& rule,
   LoopReplacer replacer(loop, rewrite);
   Stmt body = replacer.visit(p.body);
   if (!replacer.found) return RewriteResult<Program>::not_applicable(rule, "no loop named " + loop);
-  if (!replacer.failure.empty()) return RewriteResult<Program>::not_applicable(rule, replacer.failure);
+  if (!replacer.failure.empty())
+    return RewriteResult<Program>::not_applicable(rule, replacer.failure);
   Program out = p;
   out.body = simplify(body);
   return RewriteResult<Program>::success(std::move(out));

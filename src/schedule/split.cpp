@@ -10,26 +10,32 @@ ProgramStrategy split(const std::string& loop, int64_t factor) {
   std::string text = fmt::format("split({}, {})", loop, factor);
   return ProgramStrategy(text, [=](const Program& p) {
     if (factor <= 0) {
-      return RewriteResult<Program>::not_applicable(text, fmt::format("factor {} is not positive", factor));
+      return RewriteResult<Program>::not_applicable(
+          text, fmt::format("factor {} is not positive", factor));
     }
-    if (!has_loop(p, loop)) return RewriteResult<Program>::not_applicable(text, "no loop named " + loop);
+    if (!has_loop(p, loop))
+      return RewriteResult<Program>::not_applicable(text, "no loop named " + loop);
     std::string outer_name = loop + ".outer", inner_name = loop + ".inner";
     for (const std::string& n : {outer_name, inner_name}) {
-      if (has_loop(p, n)) return RewriteResult<Program>::not_applicable(text, "a loop named " + n + " exists already");
+      if (has_loop(p, n))
+        return RewriteResult<Program>::not_applicable(text,
+                                                      "a loop named " + n + " exists already");
     }
-    return rewrite_loop(p, text, loop, [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
-      const ForNode& n = *site.loop;
-      if (n.for_kind != ForKind::kSerial) {
-        return fmt::format("loop {} is {}; split before annotating", loop, for_kind_name(n.for_kind));
-      }
-      int64_t outer_extent = (n.extent + factor - 1) / factor;
-      Var outer(outer_name), inner(inner_name);
-      Expr offset = outer * make_int(factor) + inner;
-      Stmt body = substitute(n.body, {{n.var.get(), n.min + offset}});
-      if (n.extent % factor != 0) body = make_if(offset < make_int(n.extent), body);
-      Stmt inner_loop = make_for(inner, make_int(0), factor, ForKind::kSerial, body);
-      return make_for(outer, make_int(0), outer_extent, ForKind::kSerial, inner_loop);
-    });
+    return rewrite_loop(
+        p, text, loop, [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
+          const ForNode& n = *site.loop;
+          if (n.for_kind != ForKind::kSerial) {
+            return fmt::format("loop {} is {}; split before annotating", loop,
+                               for_kind_name(n.for_kind));
+          }
+          int64_t outer_extent = (n.extent + factor - 1) / factor;
+          Var outer(outer_name), inner(inner_name);
+          Expr offset = outer * make_int(factor) + inner;
+          Stmt body = substitute(n.body, {{n.var.get(), n.min + offset}});
+          if (n.extent % factor != 0) body = make_if(offset < make_int(n.extent), body);
+          Stmt inner_loop = make_for(inner, make_int(0), factor, ForKind::kSerial, body);
+          return make_for(outer, make_int(0), outer_extent, ForKind::kSerial, inner_loop);
+        });
   });
 }
 

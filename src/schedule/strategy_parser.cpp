@@ -54,11 +54,13 @@ class Parser {
     auto is_name_char = [&](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
     };
-    if (pos_ < text_.size() && (std::isalpha(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
+    if (pos_ < text_.size() &&
+        (std::isalpha(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
       while (pos_ < text_.size() && is_name_char(text_[pos_])) ++pos_;
     }
-    if (start == pos_) fail(pos_, pos_ < text_.size() ? fmt::format("expected a name but found '{}'", text_[pos_])
-                                                      : "expected a name at the end");
+    if (start == pos_)
+      fail(pos_, pos_ < text_.size() ? fmt::format("expected a name but found '{}'", text_[pos_])
+                                     : "expected a name at the end");
     return std::string(text_.substr(start, pos_ - start));
   }
 
@@ -88,13 +90,15 @@ class Parser {
     return s;
   }
 
-  std::vector<std::string> loop_list(size_t at, size_t min_count, size_t max_count, const std::string& rule) {
+  std::vector<std::string> loop_list(size_t at, size_t min_count, size_t max_count,
+                                     const std::string& rule) {
     std::vector<std::string> loops{name()};
     while (accept(",")) loops.push_back(name());
     expect(")");
     if (loops.size() < min_count || loops.size() > max_count) {
       fail(at, fmt::format("{} takes {} loop names, got {}", rule,
-                           min_count == max_count ? std::to_string(min_count) : "at least " + std::to_string(min_count),
+                           min_count == max_count ? std::to_string(min_count)
+                                                  : "at least " + std::to_string(min_count),
                            loops.size()));
     }
     return loops;
@@ -143,6 +147,8 @@ class Parser {
 
 }  // namespace
 
-ProgramStrategy parse_strategy(std::string_view text) { return Parser(text).parse(); }
+ProgramStrategy parse_strategy(std::string_view text) {
+  return Parser(text).parse();
+}
 
 }  // namespace tessera

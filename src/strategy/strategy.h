@@ -27,7 +27,8 @@ class Strategy {
       return RewriteResult<P>::internal_error(text_, e.what());
     }
   }
-  /// The strategy as an expression in the strategy language, e.g. `split(i, 32) ; parallel(i.outer)`.
+  /// The strategy as an expression in the strategy language, e.g. `split(i, 32) ;
+  /// parallel(i.outer)`.
   const std::string& text() const { return text_; }
 
  private:
@@ -44,8 +45,8 @@ Strategy<P> id() {
 /// Never applies.
 template <typename P>
 Strategy<P> fail() {
-  return Strategy<P>("fail",
-                     [](const P&) { return RewriteResult<P>::not_applicable("fail", "always fails"); });
+  return Strategy<P>(
+      "fail", [](const P&) { return RewriteResult<P>::not_applicable("fail", "always fails"); });
 }
 
 /// `a ; b`: a, then b on a's result; fails if either fails.

@@ -21,9 +21,12 @@ const char* expr_kind_name(ExprKind kind) {
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kMin: return "min";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
   }
   return "?";
 }
@@ -63,7 +66,9 @@ Expr make_float(double value, DType t) {
 
 namespace {
 
-bool is_literal(const Expr& e) { return e.as<IntImmNode>() || e.as<FloatImmNode>(); }
+bool is_literal(const Expr& e) {
+  return e.as<IntImmNode>() || e.as<FloatImmNode>();
+}
 
 // A literal operand adopts the type of the other side, as a Python number does in TVM.
 Expr convert_literal(const Expr& lit, DType target) {
@@ -100,9 +105,9 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
   unify_types(a, b, op);
   DType t = a.dtype();
   switch (kind) {
-#define TESSERA_ARITH(Name)                                                      \
-  case ExprKind::k##Name:                                                        \
-    if (t == DType::kBool) throw_error("operator {} on bool operands", op);      \
+#define TESSERA_ARITH(Name)                                                 \
+  case ExprKind::k##Name:                                                   \
+    if (t == DType::kBool) throw_error("operator {} on bool operands", op); \
     return binary<ExprKind::k##Name>(t, std::move(a), std::move(b));
     TESSERA_ARITH(Add)
     TESSERA_ARITH(Sub)
@@ -112,7 +117,8 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
     TESSERA_ARITH(Max)
 #undef TESSERA_ARITH
     case ExprKind::kMod:
-      if (t != DType::kInt32) throw_error("operator Mod needs int32 operands, not {}", dtype_name(t));
+      if (t != DType::kInt32)
+        throw_error("operator Mod needs int32 operands, not {}", dtype_name(t));
       return binary<ExprKind::kMod>(t, std::move(a), std::move(b));
 #define TESSERA_CMP(Name) \
   case ExprKind::k##Name: \
@@ -126,7 +132,8 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
 #undef TESSERA_CMP
     case ExprKind::kAnd:
     case ExprKind::kOr:
-      if (t != DType::kBool) throw_error("operator {} needs bool operands, not {}", op, dtype_name(t));
+      if (t != DType::kBool)
+        throw_error("operator {} needs bool operands, not {}", op, dtype_name(t));
       return kind == ExprKind::kAnd ? binary<ExprKind::kAnd>(t, std::move(a), std::move(b))
                                     : binary<ExprKind::kOr>(t, std::move(a), std::move(b));
     default:
@@ -171,14 +178,16 @@ Expr make_reduce(ReduceOp op, Expr source, std::vector<IterVar> axes) {
   if (!source.defined()) throw_error("{} of an undefined expression", reduce_op_name(op));
   if (axes.empty()) throw_error("{} needs at least one reduce axis", reduce_op_name(op));
   for (const IterVar& iv : axes) {
-    if (iv.extent <= 0) throw_error("reduce axis {} has non-positive extent {}", iv.var.name(), iv.extent);
+    if (iv.extent <= 0)
+      throw_error("reduce axis {} has non-positive extent {}", iv.var.name(), iv.extent);
   }
   return Expr(std::make_shared<ReduceNode>(op, std::move(source), std::move(axes)));
 }
 
 Expr reduce_identity(ReduceOp op, DType t) {
   switch (op) {
-    case ReduceOp::kSum: return make_int(0, t);
+    case ReduceOp::kSum:
+      return make_int(0, t);
     case ReduceOp::kMax:
       return is_float(t) ? make_float(-std::numeric_limits<double>::infinity(), t)
                          : make_int(std::numeric_limits<int32_t>::min(), t);
@@ -189,30 +198,64 @@ Expr reduce_identity(ReduceOp op, DType t) {
   throw_internal("unknown reduce op");
 }
 
-Expr operator+(Expr a, Expr b) { return make_binary(ExprKind::kAdd, std::move(a), std::move(b)); }
-Expr operator-(Expr a, Expr b) { return make_binary(ExprKind::kSub, std::move(a), std::move(b)); }
-Expr operator*(Expr a, Expr b) { return make_binary(ExprKind::kMul, std::move(a), std::move(b)); }
-Expr operator/(Expr a, Expr b) { return make_binary(ExprKind::kDiv, std::move(a), std::move(b)); }
-Expr operator%(Expr a, Expr b) { return make_binary(ExprKind::kMod, std::move(a), std::move(b)); }
+Expr operator+(Expr a, Expr b) {
+  return make_binary(ExprKind::kAdd, std::move(a), std::move(b));
+}
+Expr operator-(Expr a, Expr b) {
+  return make_binary(ExprKind::kSub, std::move(a), std::move(b));
+}
+Expr operator*(Expr a, Expr b) {
+  return make_binary(ExprKind::kMul, std::move(a), std::move(b));
+}
+Expr operator/(Expr a, Expr b) {
+  return make_binary(ExprKind::kDiv, std::move(a), std::move(b));
+}
+Expr operator%(Expr a, Expr b) {
+  return make_binary(ExprKind::kMod, std::move(a), std::move(b));
+}
 Expr operator-(Expr a) {
   DType t = a.dtype();
   return make_binary(ExprKind::kSub, make_int(0, t), std::move(a));
 }
-Expr operator<(Expr a, Expr b) { return make_binary(ExprKind::kLT, std::move(a), std::move(b)); }
-Expr operator<=(Expr a, Expr b) { return make_binary(ExprKind::kLE, std::move(a), std::move(b)); }
-Expr operator>(Expr a, Expr b) { return make_binary(ExprKind::kGT, std::move(a), std::move(b)); }
-Expr operator>=(Expr a, Expr b) { return make_binary(ExprKind::kGE, std::move(a), std::move(b)); }
-Expr operator&&(Expr a, Expr b) { return make_binary(ExprKind::kAnd, std::move(a), std::move(b)); }
-Expr operator||(Expr a, Expr b) { return make_binary(ExprKind::kOr, std::move(a), std::move(b)); }
-Expr operator!(Expr a) { return make_not(std::move(a)); }
-Expr eq(Expr a, Expr b) { return make_binary(ExprKind::kEQ, std::move(a), std::move(b)); }
-Expr ne(Expr a, Expr b) { return make_binary(ExprKind::kNE, std::move(a), std::move(b)); }
-Expr min(Expr a, Expr b) { return make_binary(ExprKind::kMin, std::move(a), std::move(b)); }
-Expr max(Expr a, Expr b) { return make_binary(ExprKind::kMax, std::move(a), std::move(b)); }
+Expr operator<(Expr a, Expr b) {
+  return make_binary(ExprKind::kLT, std::move(a), std::move(b));
+}
+Expr operator<=(Expr a, Expr b) {
+  return make_binary(ExprKind::kLE, std::move(a), std::move(b));
+}
+Expr operator>(Expr a, Expr b) {
+  return make_binary(ExprKind::kGT, std::move(a), std::move(b));
+}
+Expr operator>=(Expr a, Expr b) {
+  return make_binary(ExprKind::kGE, std::move(a), std::move(b));
+}
+Expr operator&&(Expr a, Expr b) {
+  return make_binary(ExprKind::kAnd, std::move(a), std::move(b));
+}
+Expr operator||(Expr a, Expr b) {
+  return make_binary(ExprKind::kOr, std::move(a), std::move(b));
+}
+Expr operator!(Expr a) {
+  return make_not(std::move(a));
+}
+Expr eq(Expr a, Expr b) {
+  return make_binary(ExprKind::kEQ, std::move(a), std::move(b));
+}
+Expr ne(Expr a, Expr b) {
+  return make_binary(ExprKind::kNE, std::move(a), std::move(b));
+}
+Expr min(Expr a, Expr b) {
+  return make_binary(ExprKind::kMin, std::move(a), std::move(b));
+}
+Expr max(Expr a, Expr b) {
+  return make_binary(ExprKind::kMax, std::move(a), std::move(b));
+}
 Expr select(Expr cond, Expr t, Expr f) {
   return make_select(std::move(cond), std::move(t), std::move(f));
 }
-Expr cast(DType t, Expr value) { return make_cast(t, std::move(value)); }
+Expr cast(DType t, Expr value) {
+  return make_cast(t, std::move(value));
+}
 
 // ---- visitor and mutator defaults ----
 
@@ -223,20 +266,26 @@ Expr cast(DType t, Expr value) { return make_cast(t, std::move(value)); }
   }
 #define TESSERA_EXPR_NODE(Name)
 #include "te/expr_nodes.def"
-void ExprVisitor::visit_(const NotNode& n, const Expr&) { visit(n.a); }
+void ExprVisitor::visit_(const NotNode& n, const Expr&) {
+  visit(n.a);
+}
 void ExprVisitor::visit_(const SelectNode& n, const Expr&) {
   visit(n.cond);
   visit(n.true_value);
   visit(n.false_value);
 }
-void ExprVisitor::visit_(const CastNode& n, const Expr&) { visit(n.value); }
+void ExprVisitor::visit_(const CastNode& n, const Expr&) {
+  visit(n.value);
+}
 void ExprVisitor::visit_(const LoadNode& n, const Expr&) {
   for (const Expr& i : n.indices) visit(i);
 }
 void ExprVisitor::visit_(const TensorReadNode& n, const Expr&) {
   for (const Expr& i : n.indices) visit(i);
 }
-void ExprVisitor::visit_(const ReduceNode& n, const Expr&) { visit(n.source); }
+void ExprVisitor::visit_(const ReduceNode& n, const Expr&) {
+  visit(n.source);
+}
 
 bool ExprMutator::mutate_all(const std::vector<Expr>& in, std::vector<Expr>* out) {
   bool changed = false;
@@ -249,11 +298,11 @@ bool ExprMutator::mutate_all(const std::vector<Expr>& in, std::vector<Expr>* out
   return changed;
 }
 
-#define TESSERA_BINARY_NODE(Name)                                          \
-  Expr ExprMutator::visit_(const Name##Node& n, const Expr& self) {        \
-    Expr a = visit(n.a), b = visit(n.b);                                   \
-    if (a.same_as(n.a) && b.same_as(n.b)) return self;                     \
-    return make_binary(ExprKind::k##Name, std::move(a), std::move(b));     \
+#define TESSERA_BINARY_NODE(Name)                                      \
+  Expr ExprMutator::visit_(const Name##Node& n, const Expr& self) {    \
+    Expr a = visit(n.a), b = visit(n.b);                               \
+    if (a.same_as(n.a) && b.same_as(n.b)) return self;                 \
+    return make_binary(ExprKind::k##Name, std::move(a), std::move(b)); \
   }
 #define TESSERA_EXPR_NODE(Name)
 #include "te/expr_nodes.def"

@@ -111,7 +111,9 @@ struct NotNode : ExprNode {
 struct SelectNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kSelect;
   SelectNode(Expr c, Expr t, Expr f)
-      : ExprNode(kKind, t.dtype()), cond(std::move(c)), true_value(std::move(t)),
+      : ExprNode(kKind, t.dtype()),
+        cond(std::move(c)),
+        true_value(std::move(t)),
         false_value(std::move(f)) {}
   Expr cond, true_value, false_value;
 };

@@ -25,8 +25,10 @@ class ExprFunctor {
   virtual R visit_default(const Expr& e) {
     throw_internal("{} has no case for {}", typeid(*this).name(), expr_kind_name(e.kind()));
   }
-#define TESSERA_EXPR_NODE(Name) \
-  virtual R visit_(const Name##Node&, const Expr& self) { return visit_default(self); }
+#define TESSERA_EXPR_NODE(Name)                           \
+  virtual R visit_(const Name##Node&, const Expr& self) { \
+    return visit_default(self);                           \
+  }
 #include "te/expr_nodes.def"
 };
 

@@ -97,12 +97,12 @@ Tensor compute(std::vector<int64_t> shape, const std::function<Expr(Var)>& f, st
       std::move(shape), [&](const std::vector<Var>& v) { return f(v[0]); }, std::move(name),
       std::move(axis_names));
 }
-Tensor compute(std::vector<int64_t> shape, const std::function<Expr(Var, Var)>& f,
-               std::string name, std::vector<std::string> axis_names) {
+Tensor compute(std::vector<int64_t> shape, const std::function<Expr(Var, Var)>& f, std::string name,
+               std::vector<std::string> axis_names) {
   if (shape.size() != 2) throw_error("compute {}: a 2-argument body needs a 2-D shape", name);
   return compute(
-      std::move(shape), [&](const std::vector<Var>& v) { return f(v[0], v[1]); },
-      std::move(name), std::move(axis_names));
+      std::move(shape), [&](const std::vector<Var>& v) { return f(v[0], v[1]); }, std::move(name),
+      std::move(axis_names));
 }
 Tensor compute(std::vector<int64_t> shape, const std::function<Expr(Var, Var, Var)>& f,
                std::string name, std::vector<std::string> axis_names) {

@@ -47,8 +47,8 @@ Tensor compute(std::vector<int64_t> shape, const std::function<Expr(const std::v
                std::string name, std::vector<std::string> axis_names = {});
 Tensor compute(std::vector<int64_t> shape, const std::function<Expr(Var)>& f, std::string name,
                std::vector<std::string> axis_names = {});
-Tensor compute(std::vector<int64_t> shape, const std::function<Expr(Var, Var)>& f,
-               std::string name, std::vector<std::string> axis_names = {});
+Tensor compute(std::vector<int64_t> shape, const std::function<Expr(Var, Var)>& f, std::string name,
+               std::vector<std::string> axis_names = {});
 Tensor compute(std::vector<int64_t> shape, const std::function<Expr(Var, Var, Var)>& f,
                std::string name, std::vector<std::string> axis_names = {});
 Tensor compute(std::vector<int64_t> shape, const std::function<Expr(Var, Var, Var, Var)>& f,

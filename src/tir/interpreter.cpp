@@ -20,10 +20,14 @@ int64_t floor_div(int64_t a, int64_t b) {
 // Rounds a value the way storing it in a variable of type t would.
 double round_to(DType t, double v) {
   switch (t) {
-    case DType::kFloat32: return static_cast<float>(v);
-    case DType::kFloat64: return v;
-    case DType::kInt32: return static_cast<double>(static_cast<int32_t>(v));
-    case DType::kBool: return v != 0 ? 1 : 0;
+    case DType::kFloat32:
+      return static_cast<float>(v);
+    case DType::kFloat64:
+      return v;
+    case DType::kInt32:
+      return static_cast<double>(static_cast<int32_t>(v));
+    case DType::kBool:
+      return v != 0 ? 1 : 0;
   }
   return v;
 }
@@ -53,7 +57,8 @@ class Interpreter {
       }
       case StmtKind::kAllocate: {
         const auto* n = s.as<AllocateNode>();
-        std::vector<double> data(n->buffer->num_elements(), std::numeric_limits<double>::quiet_NaN());
+        std::vector<double> data(n->buffer->num_elements(),
+                                 std::numeric_limits<double>::quiet_NaN());
         auto* previous = buffers_.count(n->buffer.get()) ? buffers_[n->buffer.get()] : nullptr;
         buffers_[n->buffer.get()] = &data;
         exec(n->body);
@@ -78,16 +83,22 @@ class Interpreter {
   double eval(const Expr& e) {
     DType t = e.dtype();
     switch (e.kind()) {
-      case ExprKind::kIntImm: return static_cast<double>(e.as<IntImmNode>()->value);
-      case ExprKind::kFloatImm: return e.as<FloatImmNode>()->value;
+      case ExprKind::kIntImm:
+        return static_cast<double>(e.as<IntImmNode>()->value);
+      case ExprKind::kFloatImm:
+        return e.as<FloatImmNode>()->value;
       case ExprKind::kVar: {
         auto it = vars_.find(e.as<VarNode>());
-        if (it == vars_.end()) throw_error("interpreter: unbound variable {}", e.as<VarNode>()->name);
+        if (it == vars_.end())
+          throw_error("interpreter: unbound variable {}", e.as<VarNode>()->name);
         return static_cast<double>(it->second);
       }
-      case ExprKind::kAdd: return arith(e.as<AddNode>(), t, [](double a, double b) { return a + b; });
-      case ExprKind::kSub: return arith(e.as<SubNode>(), t, [](double a, double b) { return a - b; });
-      case ExprKind::kMul: return arith(e.as<MulNode>(), t, [](double a, double b) { return a * b; });
+      case ExprKind::kAdd:
+        return arith(e.as<AddNode>(), t, [](double a, double b) { return a + b; });
+      case ExprKind::kSub:
+        return arith(e.as<SubNode>(), t, [](double a, double b) { return a - b; });
+      case ExprKind::kMul:
+        return arith(e.as<MulNode>(), t, [](double a, double b) { return a * b; });
       case ExprKind::kDiv: {
         const auto* n = e.as<DivNode>();
         double a = eval(n->a), b = eval(n->b);
@@ -101,14 +112,22 @@ class Interpreter {
         if (b == 0) throw_error("interpreter: integer modulo by zero");
         return static_cast<double>(a - floor_div(a, b) * b);
       }
-      case ExprKind::kMin: return arith(e.as<MinNode>(), t, [](double a, double b) { return a < b ? a : b; });
-      case ExprKind::kMax: return arith(e.as<MaxNode>(), t, [](double a, double b) { return a > b ? a : b; });
-      case ExprKind::kEQ: return cmp(e.as<EQNode>(), [](double a, double b) { return a == b; });
-      case ExprKind::kNE: return cmp(e.as<NENode>(), [](double a, double b) { return a != b; });
-      case ExprKind::kLT: return cmp(e.as<LTNode>(), [](double a, double b) { return a < b; });
-      case ExprKind::kLE: return cmp(e.as<LENode>(), [](double a, double b) { return a <= b; });
-      case ExprKind::kGT: return cmp(e.as<GTNode>(), [](double a, double b) { return a > b; });
-      case ExprKind::kGE: return cmp(e.as<GENode>(), [](double a, double b) { return a >= b; });
+      case ExprKind::kMin:
+        return arith(e.as<MinNode>(), t, [](double a, double b) { return a < b ? a : b; });
+      case ExprKind::kMax:
+        return arith(e.as<MaxNode>(), t, [](double a, double b) { return a > b ? a : b; });
+      case ExprKind::kEQ:
+        return cmp(e.as<EQNode>(), [](double a, double b) { return a == b; });
+      case ExprKind::kNE:
+        return cmp(e.as<NENode>(), [](double a, double b) { return a != b; });
+      case ExprKind::kLT:
+        return cmp(e.as<LTNode>(), [](double a, double b) { return a < b; });
+      case ExprKind::kLE:
+        return cmp(e.as<LENode>(), [](double a, double b) { return a <= b; });
+      case ExprKind::kGT:
+        return cmp(e.as<GTNode>(), [](double a, double b) { return a > b; });
+      case ExprKind::kGE:
+        return cmp(e.as<GENode>(), [](double a, double b) { return a >= b; });
       case ExprKind::kAnd: {
         const auto* n = e.as<AndNode>();
         return (eval(n->a) != 0 && eval(n->b) != 0) ? 1 : 0;
@@ -117,7 +136,8 @@ class Interpreter {
         const auto* n = e.as<OrNode>();
         return (eval(n->a) != 0 || eval(n->b) != 0) ? 1 : 0;
       }
-      case ExprKind::kNot: return eval(e.as<NotNode>()->a) != 0 ? 0 : 1;
+      case ExprKind::kNot:
+        return eval(e.as<NotNode>()->a) != 0 ? 0 : 1;
       case ExprKind::kSelect: {
         const auto* n = e.as<SelectNode>();
         return eval(n->cond) != 0 ? eval(n->true_value) : eval(n->false_value);
@@ -133,7 +153,8 @@ class Interpreter {
       }
       case ExprKind::kTensorRead:
       case ExprKind::kReduce:
-        throw_internal("interpreter: {} in a loop program (lower it first)", expr_kind_name(e.kind()));
+        throw_internal("interpreter: {} in a loop program (lower it first)",
+                       expr_kind_name(e.kind()));
     }
     throw_internal("interpreter: unknown expression kind");
   }
@@ -151,7 +172,8 @@ class Interpreter {
 
   std::vector<double>& storage(const Buffer& b) {
     auto it = buffers_.find(b.get());
-    if (it == buffers_.end() || !it->second) throw_error("interpreter: buffer {} is not allocated", b->name);
+    if (it == buffers_.end() || !it->second)
+      throw_error("interpreter: buffer {} is not allocated", b->name);
     return *it->second;
   }
 

@@ -17,7 +17,9 @@ int64_t floor_div(int64_t a, int64_t b) {
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+int64_t floor_mod(int64_t a, int64_t b) {
+  return a - floor_div(a, b) * b;
+}
 
 // An int expression as sum(coeff * atom) + constant; atoms keep first-appearance order so that
 // rebuilt expressions read like the input (`i.outer*32 + i.inner`).
@@ -61,7 +63,8 @@ bool fold_div_mod_pairs(Linear& l) {
     int64_t k = l.terms[m].coeff;
     for (size_t d = 0; d < l.terms.size(); ++d) {
       const auto* div = l.terms[d].atom.as<DivNode>();
-      if (!div || l.terms[d].coeff != k * *c || !same_expr(div->b, mod->b) || !same_expr(div->a, mod->a)) {
+      if (!div || l.terms[d].coeff != k * *c || !same_expr(div->b, mod->b) ||
+          !same_expr(div->a, mod->a)) {
         continue;
       }
       Expr x = mod->a;
@@ -91,8 +94,10 @@ Expr from_linear(const Linear& l) {
   for (const Linear::Term& t : l.terms) {
     if (t.coeff < 0) result = make_binary(ExprKind::kSub, result, term_expr(t, -t.coeff));
   }
-  if (pos.defined() && l.constant > 0) result = make_binary(ExprKind::kAdd, result, make_int(l.constant));
-  if (pos.defined() && l.constant < 0) result = make_binary(ExprKind::kSub, result, make_int(-l.constant));
+  if (pos.defined() && l.constant > 0)
+    result = make_binary(ExprKind::kAdd, result, make_int(l.constant));
+  if (pos.defined() && l.constant < 0)
+    result = make_binary(ExprKind::kSub, result, make_int(-l.constant));
   return result;
 }
 
@@ -155,8 +160,10 @@ class Simplifier {
         l.add_term(make_binary(ExprKind::kMul, from_linear(a), from_linear(b)), 1);
         return l;
       }
-      case ExprKind::kDiv: return div_mod(e.as<DivNode>()->a, e.as<DivNode>()->b, true);
-      case ExprKind::kMod: return div_mod(e.as<ModNode>()->a, e.as<ModNode>()->b, false);
+      case ExprKind::kDiv:
+        return div_mod(e.as<DivNode>()->a, e.as<DivNode>()->b, true);
+      case ExprKind::kMod:
+        return div_mod(e.as<ModNode>()->a, e.as<ModNode>()->b, false);
       default:
         l.add_term(simplify_other(e), 1);
         return l;
@@ -168,9 +175,11 @@ class Simplifier {
   Linear div_mod(const Expr& a_expr, const Expr& b_expr, bool is_div) {
     Linear a = linear(a_expr), b = linear(b_expr), out;
     if (!b.is_const() || b.constant <= 0) {
-      Expr node = make_binary(is_div ? ExprKind::kDiv : ExprKind::kMod, from_linear(a), from_linear(b));
+      Expr node =
+          make_binary(is_div ? ExprKind::kDiv : ExprKind::kMod, from_linear(a), from_linear(b));
       if (a.is_const() && b.is_const() && b.constant != 0) {
-        out.constant = is_div ? floor_div(a.constant, b.constant) : floor_mod(a.constant, b.constant);
+        out.constant =
+            is_div ? floor_div(a.constant, b.constant) : floor_mod(a.constant, b.constant);
       } else {
         out.add_term(node, 1);
       }
@@ -260,7 +269,8 @@ class Simplifier {
         if (!a || !b) return std::nullopt;
         return IntRange{std::min(a->min, b->min), std::max(a->max, b->max)};
       }
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 
@@ -276,13 +286,44 @@ class Simplifier {
       if (std::optional<IntRange> r = bound(d)) {
         std::optional<bool> v;
         switch (kind) {
-          case ExprKind::kLT: if (r->max < 0) v = true; else if (r->min >= 0) v = false; break;
-          case ExprKind::kLE: if (r->max <= 0) v = true; else if (r->min > 0) v = false; break;
-          case ExprKind::kGT: if (r->min > 0) v = true; else if (r->max <= 0) v = false; break;
-          case ExprKind::kGE: if (r->min >= 0) v = true; else if (r->max < 0) v = false; break;
-          case ExprKind::kEQ: if (r->min == 0 && r->max == 0) v = true; else if (r->min > 0 || r->max < 0) v = false; break;
-          case ExprKind::kNE: if (r->min == 0 && r->max == 0) v = false; else if (r->min > 0 || r->max < 0) v = true; break;
-          default: break;
+          case ExprKind::kLT:
+            if (r->max < 0)
+              v = true;
+            else if (r->min >= 0)
+              v = false;
+            break;
+          case ExprKind::kLE:
+            if (r->max <= 0)
+              v = true;
+            else if (r->min > 0)
+              v = false;
+            break;
+          case ExprKind::kGT:
+            if (r->min > 0)
+              v = true;
+            else if (r->max <= 0)
+              v = false;
+            break;
+          case ExprKind::kGE:
+            if (r->min >= 0)
+              v = true;
+            else if (r->max < 0)
+              v = false;
+            break;
+          case ExprKind::kEQ:
+            if (r->min == 0 && r->max == 0)
+              v = true;
+            else if (r->min > 0 || r->max < 0)
+              v = false;
+            break;
+          case ExprKind::kNE:
+            if (r->min == 0 && r->max == 0)
+              v = false;
+            else if (r->min > 0 || r->max < 0)
+              v = true;
+            break;
+          default:
+            break;
         }
         if (v) return bool_imm(*v);
       }
@@ -294,13 +335,20 @@ class Simplifier {
     if (fx && fy) {
       double p = fx->value, q = fy->value;
       switch (kind) {
-        case ExprKind::kLT: return bool_imm(p < q);
-        case ExprKind::kLE: return bool_imm(p <= q);
-        case ExprKind::kGT: return bool_imm(p > q);
-        case ExprKind::kGE: return bool_imm(p >= q);
-        case ExprKind::kEQ: return bool_imm(p == q);
-        case ExprKind::kNE: return bool_imm(p != q);
-        default: break;
+        case ExprKind::kLT:
+          return bool_imm(p < q);
+        case ExprKind::kLE:
+          return bool_imm(p <= q);
+        case ExprKind::kGT:
+          return bool_imm(p > q);
+        case ExprKind::kGE:
+          return bool_imm(p >= q);
+        case ExprKind::kEQ:
+          return bool_imm(p == q);
+        case ExprKind::kNE:
+          return bool_imm(p != q);
+        default:
+          break;
       }
     }
     return make_binary(kind, x, y);
@@ -312,13 +360,26 @@ class Simplifier {
     if (!fx || !fy) return make_binary(kind, x, y);
     double p = fx->value, q = fy->value, r;
     switch (kind) {
-      case ExprKind::kAdd: r = p + q; break;
-      case ExprKind::kSub: r = p - q; break;
-      case ExprKind::kMul: r = p * q; break;
-      case ExprKind::kDiv: r = p / q; break;
-      case ExprKind::kMin: r = p < q ? p : q; break;
-      case ExprKind::kMax: r = p > q ? p : q; break;
-      default: return make_binary(kind, x, y);
+      case ExprKind::kAdd:
+        r = p + q;
+        break;
+      case ExprKind::kSub:
+        r = p - q;
+        break;
+      case ExprKind::kMul:
+        r = p * q;
+        break;
+      case ExprKind::kDiv:
+        r = p / q;
+        break;
+      case ExprKind::kMin:
+        r = p < q ? p : q;
+        break;
+      case ExprKind::kMax:
+        r = p > q ? p : q;
+        break;
+      default:
+        return make_binary(kind, x, y);
     }
     return make_float(r, x.dtype());
   }
@@ -329,13 +390,17 @@ class Simplifier {
       case ExprKind::kFloatImm:
       case ExprKind::kVar:
         return e;
-      case ExprKind::kAdd: case ExprKind::kSub: case ExprKind::kMul: case ExprKind::kDiv: {
+      case ExprKind::kAdd:
+      case ExprKind::kSub:
+      case ExprKind::kMul:
+      case ExprKind::kDiv: {
         // Only reached for float types; ints go through linear().
         const Expr* ab = binary_operands(e);
         if (e.dtype() == DType::kInt32) return simplify(e);
         return fold_float(e.kind(), simplify(ab[0]), simplify(ab[1]));
       }
-      case ExprKind::kMod: return simplify(e);
+      case ExprKind::kMod:
+        return simplify(e);
       case ExprKind::kMin:
       case ExprKind::kMax: {
         const Expr* ab = binary_operands(e);
@@ -353,8 +418,12 @@ class Simplifier {
         }
         return fold_float(e.kind(), x, y);
       }
-      case ExprKind::kEQ: case ExprKind::kNE: case ExprKind::kLT:
-      case ExprKind::kLE: case ExprKind::kGT: case ExprKind::kGE: {
+      case ExprKind::kEQ:
+      case ExprKind::kNE:
+      case ExprKind::kLT:
+      case ExprKind::kLE:
+      case ExprKind::kGT:
+      case ExprKind::kGE: {
         const Expr* ab = binary_operands(e);
         return compare(e.kind(), ab[0], ab[1]);
       }
@@ -391,7 +460,8 @@ class Simplifier {
           if (is_float(n->dtype)) return make_float(static_cast<double>(i->value), n->dtype);
           if (n->dtype == DType::kInt32) return make_int(i->value);
         }
-        if (const auto* f = v.as<FloatImmNode>(); f && is_float(n->dtype) && std::isfinite(f->value)) {
+        if (const auto* f = v.as<FloatImmNode>();
+            f && is_float(n->dtype) && std::isfinite(f->value)) {
           return make_float(f->value, n->dtype);
         }
         return make_cast(n->dtype, v);
@@ -420,7 +490,8 @@ class Simplifier {
     return &static_cast<const Name##Node*>(e.get())->a;
 #define TESSERA_EXPR_NODE(Name)
 #include "te/expr_nodes.def"
-      default: throw_internal("binary_operands on {}", expr_kind_name(e.kind()));
+      default:
+        throw_internal("binary_operands on {}", expr_kind_name(e.kind()));
     }
   }
 
@@ -468,7 +539,9 @@ class StmtSimplifier : public StmtMutator {
 
 }  // namespace
 
-Expr simplify(const Expr& e, const RangeMap& ranges) { return Simplifier(ranges).simplify(e); }
+Expr simplify(const Expr& e, const RangeMap& ranges) {
+  return Simplifier(ranges).simplify(e);
+}
 
 Stmt simplify(const Stmt& s, const RangeMap& ranges) {
   StmtSimplifier simplifier(ranges);
@@ -493,28 +566,32 @@ bool same_expr(const Expr& a, const Expr& b) {
     return true;
   };
   switch (a.kind()) {
-    case ExprKind::kIntImm: return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
+    case ExprKind::kIntImm:
+      return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
     case ExprKind::kFloatImm: {
       double x = a.as<FloatImmNode>()->value, y = b.as<FloatImmNode>()->value;
       return x == y || (std::isnan(x) && std::isnan(y));
     }
-    case ExprKind::kVar: return false;  // distinct nodes are distinct variables
-#define TESSERA_BINARY_NODE(Name)                                                          \
-  case ExprKind::k##Name: {                                                                \
-    const auto* x = a.as<Name##Node>();                                                    \
-    const auto* y = b.as<Name##Node>();                                                    \
-    return same_expr(x->a, y->a) && same_expr(x->b, y->b);                                 \
+    case ExprKind::kVar:
+      return false;  // distinct nodes are distinct variables
+#define TESSERA_BINARY_NODE(Name)                          \
+  case ExprKind::k##Name: {                                \
+    const auto* x = a.as<Name##Node>();                    \
+    const auto* y = b.as<Name##Node>();                    \
+    return same_expr(x->a, y->a) && same_expr(x->b, y->b); \
   }
 #define TESSERA_EXPR_NODE(Name)
 #include "te/expr_nodes.def"
-    case ExprKind::kNot: return same_expr(a.as<NotNode>()->a, b.as<NotNode>()->a);
+    case ExprKind::kNot:
+      return same_expr(a.as<NotNode>()->a, b.as<NotNode>()->a);
     case ExprKind::kSelect: {
       const auto* x = a.as<SelectNode>();
       const auto* y = b.as<SelectNode>();
       return same_expr(x->cond, y->cond) && same_expr(x->true_value, y->true_value) &&
              same_expr(x->false_value, y->false_value);
     }
-    case ExprKind::kCast: return same_expr(a.as<CastNode>()->value, b.as<CastNode>()->value);
+    case ExprKind::kCast:
+      return same_expr(a.as<CastNode>()->value, b.as<CastNode>()->value);
     case ExprKind::kLoad: {
       const auto* x = a.as<LoadNode>();
       const auto* y = b.as<LoadNode>();
@@ -525,7 +602,8 @@ bool same_expr(const Expr& a, const Expr& b) {
       const auto* y = b.as<TensorReadNode>();
       return x->tensor == y->tensor && same_list(x->indices, y->indices);
     }
-    case ExprKind::kReduce: return false;
+    case ExprKind::kReduce:
+      return false;
   }
   return false;
 }

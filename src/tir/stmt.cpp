@@ -17,10 +17,14 @@ const char* stmt_kind_name(StmtKind kind) {
 
 const char* for_kind_name(ForKind kind) {
   switch (kind) {
-    case ForKind::kSerial: return "serial";
-    case ForKind::kParallel: return "parallel";
-    case ForKind::kVectorized: return "vectorized";
-    case ForKind::kUnrolled: return "unrolled";
+    case ForKind::kSerial:
+      return "serial";
+    case ForKind::kParallel:
+      return "parallel";
+    case ForKind::kVectorized:
+      return "vectorized";
+    case ForKind::kUnrolled:
+      return "unrolled";
   }
   return "?";
 }
@@ -32,8 +36,8 @@ Stmt make_for(Var var, Expr min, int64_t extent, ForKind kind, Stmt body) {
   }
   if (extent <= 0) throw_error("loop {} has non-positive extent {}", var.name(), extent);
   if (!body.defined()) throw_internal("loop {} has no body", var.name());
-  return Stmt(std::make_shared<ForNode>(std::move(var), std::move(min), extent, kind,
-                                        std::move(body)));
+  return Stmt(
+      std::make_shared<ForNode>(std::move(var), std::move(min), extent, kind, std::move(body)));
 }
 
 Stmt make_store(Buffer buffer, std::vector<Expr> indices, Expr value) {

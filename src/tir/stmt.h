@@ -48,7 +48,11 @@ const char* for_kind_name(ForKind kind);
 struct ForNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kFor;
   ForNode(Var v, Expr mn, int64_t ext, ForKind k, Stmt b)
-      : StmtNode(kKind), var(std::move(v)), min(std::move(mn)), extent(ext), for_kind(k),
+      : StmtNode(kKind),
+        var(std::move(v)),
+        min(std::move(mn)),
+        extent(ext),
+        for_kind(k),
         body(std::move(b)) {}
   Var var;
   Expr min;

@@ -10,7 +10,9 @@ void StmtVisitor::visit_(const StoreNode& n, const Stmt&) {
   for (const Expr& i : n.indices) visit_expr(i);
   visit_expr(n.value);
 }
-void StmtVisitor::visit_(const AllocateNode& n, const Stmt&) { visit(n.body); }
+void StmtVisitor::visit_(const AllocateNode& n, const Stmt&) {
+  visit(n.body);
+}
 void StmtVisitor::visit_(const SeqNode& n, const Stmt&) {
   for (const Stmt& s : n.stmts) visit(s);
 }

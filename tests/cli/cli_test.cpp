@@ -44,7 +44,8 @@ TEST(Cli, BadInputIsOneLineAndExitCode2) {
       {"run 'matmul:M=4,N=4,K=4' --strategy 'split(q, 2)'", "split(q, 2): no loop named q"},
       {"run 'matmul:M=4,N=4,K=4' --strategy 'vectorize(k)'", "loop-carried dependence"},
       {"run 'matmul:M=4,N=4,K=4' --strategy 'split(i 2)'", "column 9"},
-      {"run 'matmul:M=4,N=4,K=4' --strategy-file /nonexistent/strategy.txt", "cannot read strategy file"},
+      {"run 'matmul:M=4,N=4,K=4' --strategy-file /nonexistent/strategy.txt",
+       "cannot read strategy file"},
       {"run", "workload is required"},
       {"frobnicate", "frobnicate"},
   };
@@ -79,21 +80,23 @@ TEST(Cli, RunReportsProgramsCorrectnessAndSpeed) {
 }
 
 TEST(Cli, JsonResult) {
-  Outcome o = run_cli("run 'conv2d:N=1,C=3,H=9,W=9,O=4,K=3,S=2,P=1' --json --repeat 1 --strategy 'parallel(o)'");
+  Outcome o = run_cli(
+      "run 'conv2d:N=1,C=3,H=9,W=9,O=4,K=3,S=2,P=1' --json --repeat 1 --strategy 'parallel(o)'");
   ASSERT_EQ(o.exit_code, 0) << o.out;
   nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j["workload"], "conv2d:N=1,C=3,H=9,W=9,O=4,K=3,S=2,P=1");
   EXPECT_EQ(j["strategy"], "parallel(o)");
   EXPECT_TRUE(j["correct"].get<bool>());
   EXPECT_GT(j["gflops"].get<double>(), 0);
-  EXPECT_NE(j["program_after"].get<std::string>().find("parallel for o in 0..4"), std::string::npos);
+  EXPECT_NE(j["program_after"].get<std::string>().find("parallel for o in 0..4"),
+            std::string::npos);
 }
 
 TEST(Cli, OpsListsEveryOperatorWithItsKeys) {
   Outcome o = run_cli("ops");
   ASSERT_EQ(o.exit_code, 0);
-  for (const char* s : {"matmul:M=,N=,K=", "conv2d:N=,C=,H=,W=,O=,K=,S=,P=", "conv2d_bias_relu:", "add:M=,N=",
-                        "relu:M=,N="}) {
+  for (const char* s : {"matmul:M=,N=,K=", "conv2d:N=,C=,H=,W=,O=,K=,S=,P=", "conv2d_bias_relu:",
+                        "add:M=,N=", "relu:M=,N="}) {
     EXPECT_NE(o.out.find(s), std::string::npos) << s;
   }
 }

@@ -33,7 +33,8 @@ TEST(Lower, MatmulIsAnInitNestAndAPerfectUpdateNest) {
 
 TEST(Lower, BoundsInferenceShrinksProducerToWhatIsRead) {
   Tensor a = placeholder({16}, DType::kFloat32, "A");
-  Tensor b = compute({16}, [&](Var i) { return a(i) * 2; }, "B");
+  Tensor b = compute(
+      {16}, [&](Var i) { return a(i) * 2; }, "B");
   Tensor c = compute({6}, [&](Var i) { return b(i + 2) + b(i * 2); }, "C", {"x"});
   Program p = lower("shrink", {a, c});
   // C reads B at [2, 7] and [0, 10]: B's loop covers [0, 11).
@@ -57,10 +58,10 @@ TEST(Lower, StridedPaddedConvComputesOnlyTheReadPartOfThePad) {
 }
 
 TEST(Lower, EveryOperatorMatchesItsReference) {
-  for (const char* w : {"matmul:M=7,N=5,K=3", "matmul:M=1,N=1,K=1", "conv2d:N=2,C=3,H=7,W=6,O=4,K=3,S=1,P=1",
-                        "conv2d:N=1,C=2,H=9,W=9,O=3,K=1,S=2,P=0", "conv2d:N=1,C=2,H=5,W=5,O=2,K=5,S=1,P=2",
-                        "conv2d_bias_relu:N=1,C=3,H=6,W=6,O=4,K=3,S=1,P=1", "add:M=5,N=7",
-                        "relu:M=4,N=9"}) {
+  for (const char* w :
+       {"matmul:M=7,N=5,K=3", "matmul:M=1,N=1,K=1", "conv2d:N=2,C=3,H=7,W=6,O=4,K=3,S=1,P=1",
+        "conv2d:N=1,C=2,H=9,W=9,O=3,K=1,S=2,P=0", "conv2d:N=1,C=2,H=5,W=5,O=2,K=5,S=1,P=2",
+        "conv2d_bias_relu:N=1,C=3,H=6,W=6,O=4,K=3,S=1,P=1", "add:M=5,N=7", "relu:M=4,N=9"}) {
     OpInstance op = instantiate(parse_workload(w));
     EXPECT_TRUE(testing::interpreter_matches_reference(op, op.program)) << w;
   }
@@ -69,16 +70,16 @@ TEST(Lower, EveryOperatorMatchesItsReference) {
 TEST(Lower, MultiStageDtypesReductionsSelectAndCasts) {
   Tensor a = placeholder({3, 4}, DType::kInt32, "A");
   IterVar k = reduce_axis(4, "k");
-  Tensor mx = compute({3}, [&](Var i) { return max(a(i, k.var), {k}); }, "Mx");
+  Tensor mx = compute(
+      {3}, [&](Var i) { return max(a(i, k.var), {k}); }, "Mx");
   IterVar k2 = reduce_axis(4, "k2");
   Tensor mn = compute({3}, [&](Var i) { return min(a(i, k2.var), {k2}); }, "Mn", {"i2"});
-  Tensor out = compute(
-      {3},
-      [&](Var i) {
-        Expr spread = cast(DType::kFloat64, mx(i) - mn(i));
-        return select(spread > 2.0, spread / 2.0, cast(DType::kFloat64, mn(i)));
-      },
-      "Out", {"i3"});
+  Tensor out = compute({3},
+                       [&](Var i) {
+                         Expr spread = cast(DType::kFloat64, mx(i) - mn(i));
+                         return select(spread > 2.0, spread / 2.0, cast(DType::kFloat64, mn(i)));
+                       },
+                       "Out", {"i3"});
   Program p = lower("spread", {a, out});
   auto args = testing::random_args(p, 7);
   interpret(p, args);
@@ -103,7 +104,8 @@ TEST(Lower, SharedAxisNamesAreQualifiedByStage) {
 
 TEST(Lower, BadArgumentsAreErrors) {
   Tensor a = placeholder({4}, DType::kFloat32, "A");
-  Tensor b = compute({4}, [&](Var i) { return a(i) + 1; }, "B");
+  Tensor b = compute(
+      {4}, [&](Var i) { return a(i) + 1; }, "B");
   EXPECT_THROW(lower("missing_input", {b}), Error);
   EXPECT_THROW(lower("no_output", {a}), Error);
   EXPECT_THROW(lower("twice", {a, b, b}), Error);

@@ -40,7 +40,8 @@ TEST(Rules, EveryRuleOnEveryOperator) {
       {"matmul:M=13,N=16,K=5", "split(i, 13)"},
       {"matmul:M=5,N=16,K=5", "split(i, 8)"},  // factor above the extent
       {"matmul:M=13,N=16,K=5", "reorder(k, j, i)"},
-      {"matmul:M=13,N=17,K=5", "split(i, 4) ; split(j, 8) ; reorder(i.outer, j.outer, k, i.inner, j.inner)"},
+      {"matmul:M=13,N=17,K=5",
+       "split(i, 4) ; split(j, 8) ; reorder(i.outer, j.outer, k, i.inner, j.inner)"},
       {"matmul:M=6,N=7,K=3", "fuse(i, j)"},
       {"matmul:M=6,N=7,K=3", "fuse(i.init, j.init) ; split(i.init.j.init.fused, 5)"},
       {"matmul:M=6,N=16,K=3", "vectorize(j.init)"},
@@ -48,21 +49,30 @@ TEST(Rules, EveryRuleOnEveryOperator) {
       {"matmul:M=6,N=7,K=3", "unroll(k) ; unroll(j.init)"},
       {"matmul:M=6,N=7,K=3", "parallel(i) ; parallel(i.init)"},
       {"matmul:M=6,N=7,K=3", "fuse(i, j) ; parallel(i.j.fused)"},
-      {"matmul:M=1,N=1,K=1", "split(i, 4) ; split(k, 2) ; reorder(i.outer, i.inner, k.outer, k.inner, j) ; vectorize(j) ; parallel(i.outer)"},
-      {"matmul:M=1,N=9,K=1", "split(j, 4) ; reorder(j.outer, i, k, j.inner) ; vectorize(j.inner) ; parallel(j.outer)"},
+      {"matmul:M=1,N=1,K=1",
+       "split(i, 4) ; split(k, 2) ; reorder(i.outer, i.inner, k.outer, k.inner, j) ; vectorize(j) "
+       "; parallel(i.outer)"},
+      {"matmul:M=1,N=9,K=1",
+       "split(j, 4) ; reorder(j.outer, i, k, j.inner) ; vectorize(j.inner) ; parallel(j.outer)"},
       {"matmul:M=20,N=24,K=9",
-       "split(i, 8) ; split(j, 8) ; split(k, 4) ; reorder(i.outer, j.outer, k.outer, k.inner, i.inner, j.inner) ; "
+       "split(i, 8) ; split(j, 8) ; split(k, 4) ; reorder(i.outer, j.outer, k.outer, k.inner, "
+       "i.inner, j.inner) ; "
        "vectorize(j.inner) ; unroll(i.inner) ; parallel(i.outer)"},
-      {"conv2d:N=1,C=3,H=7,W=7,O=4,K=3,S=1,P=1", "split(o, 2) ; reorder(o.outer, y, x, rc, ry, rx, o.inner)"},
-      {"conv2d:N=1,C=3,H=7,W=7,O=4,K=3,S=2,P=1", "split(x, 3) ; reorder(x.outer, rc, ry, rx, x.inner) ; vectorize(x.inner) ; parallel(o)"},
+      {"conv2d:N=1,C=3,H=7,W=7,O=4,K=3,S=1,P=1",
+       "split(o, 2) ; reorder(o.outer, y, x, rc, ry, rx, o.inner)"},
+      {"conv2d:N=1,C=3,H=7,W=7,O=4,K=3,S=2,P=1",
+       "split(x, 3) ; reorder(x.outer, rc, ry, rx, x.inner) ; vectorize(x.inner) ; parallel(o)"},
       {"conv2d:N=2,C=3,H=6,W=5,O=4,K=3,S=1,P=0", "fuse(n, o) ; parallel(n.o.fused) ; unroll(rx)"},
       {"conv2d:N=1,C=3,H=7,W=7,O=4,K=3,S=1,P=1", "fuse(c, h) ; parallel(c.h.fused) ; vectorize(w)"},
       {"conv2d_bias_relu:N=1,C=3,H=6,W=6,O=4,K=3,S=1,P=1",
-       "split(conv.x, 4) ; reorder(conv.x.outer, rc, ry, rx, conv.x.inner) ; vectorize(conv.x.inner) ; parallel(conv.o) ; fuse(i, j) ; "
+       "split(conv.x, 4) ; reorder(conv.x.outer, rc, ry, rx, conv.x.inner) ; "
+       "vectorize(conv.x.inner) ; parallel(conv.o) ; fuse(i, j) ; "
        "parallel(i.j.fused) ; vectorize(bias_add.x)"},
       {"add:M=5,N=33", "split(j, 16) ; vectorize(j.inner) ; parallel(i) ; unroll(j.outer)"},
       {"add:M=1,N=1", "fuse(i, j) ; vectorize(i.j.fused)"},
-      {"relu:M=8,N=8", "fuse(i, j) ; split(i.j.fused, 16) ; parallel(i.j.fused.outer) ; vectorize(i.j.fused.inner)"},
+      {"relu:M=8,N=8",
+       "fuse(i, j) ; split(i.j.fused, 16) ; parallel(i.j.fused.outer) ; "
+       "vectorize(i.j.fused.inner)"},
   };
   for (const Case& c : cases) expect_correct(c);
 }
@@ -77,22 +87,30 @@ TEST(Rules, InapplicableRulesSayWhichRuleAndWhy) {
   const Refusal refusals[] = {
       {"matmul:M=8,N=8,K=8", "split(q, 4)", "split(q, 4): no loop named q"},
       {"matmul:M=8,N=8,K=8", "split(i, 0)", "split(i, 0): factor 0 is not positive"},
-      {"matmul:M=8,N=8,K=8", "split(i, 2) ; split(i.outer, 2) ; split(i, 2)", "split(i, 2): no loop named i"},
+      {"matmul:M=8,N=8,K=8", "split(i, 2) ; split(i.outer, 2) ; split(i, 2)",
+       "split(i, 2): no loop named i"},
       {"matmul:M=8,N=8,K=8", "vectorize(k)",
-       "vectorize(k): every iteration of k writes the same elements of C (a loop-carried dependence)"},
+       "vectorize(k): every iteration of k writes the same elements of C (a loop-carried "
+       "dependence)"},
       {"matmul:M=8,N=8,K=8", "vectorize(i)", "vectorize(i): loop i is not innermost"},
       {"matmul:M=8,N=8,K=8", "parallel(k)",
-       "parallel(k): every iteration of k writes the same elements of C (a loop-carried dependence)"},
-      {"matmul:M=8,N=8,K=8", "parallel(i) ; parallel(j)", "parallel(j): loop j is inside parallel loop i"},
-      {"matmul:M=8,N=8,K=8", "parallel(j) ; parallel(i)", "parallel(i): loop i contains parallel loop j"},
-      {"matmul:M=8,N=8,K=8", "reorder(i, i.init)", "reorder(i, i.init): loops i, i.init are not in one perfect nest"},
+       "parallel(k): every iteration of k writes the same elements of C (a loop-carried "
+       "dependence)"},
+      {"matmul:M=8,N=8,K=8", "parallel(i) ; parallel(j)",
+       "parallel(j): loop j is inside parallel loop i"},
+      {"matmul:M=8,N=8,K=8", "parallel(j) ; parallel(i)",
+       "parallel(i): loop i contains parallel loop j"},
+      {"matmul:M=8,N=8,K=8", "reorder(i, i.init)",
+       "reorder(i, i.init): loops i, i.init are not in one perfect nest"},
       {"matmul:M=8,N=8,K=8", "reorder(i, i)", "reorder(i, i): a loop is named twice"},
-      {"matmul:M=8,N=8,K=8", "fuse(i, k)", "fuse(i, k): loop k is not the only statement in the body of i"},
+      {"matmul:M=8,N=8,K=8", "fuse(i, k)",
+       "fuse(i, k): loop k is not the only statement in the body of i"},
       {"matmul:M=8,N=8,K=8", "vectorize(j.init) ; split(j.init, 4)",
        "split(j.init, 4): loop j.init is vectorized; split before annotating"},
       {"matmul:M=8,N=8,K=8", "unroll(j) ; unroll(j)", "unroll(j): loop j is already unrolled"},
       {"conv2d:N=1,C=2,H=5,W=5,O=2,K=3,S=1,P=1", "split(n, 2)", "split(n, 2): no loop named n"},
-      {"conv2d:N=1,C=2,H=5,W=5,O=2,K=3,S=1,P=1", "reorder(h, y)", "reorder(h, y): loops h, y are not in one perfect nest"},
+      {"conv2d:N=1,C=2,H=5,W=5,O=2,K=3,S=1,P=1", "reorder(h, y)",
+       "reorder(h, y): loops h, y are not in one perfect nest"},
   };
   for (const Refusal& r : refusals) {
     SCOPED_TRACE(r.strategy);
@@ -117,14 +135,15 @@ TEST(Rules, SplitThenFuseIndicesStayClean) {
   OpInstance op = instantiate(parse_workload("add:M=4,N=8"));
   Program p = parse_strategy("fuse(i, j) ; split(i.j.fused, 8)")(op.program).program();
   // fused = outer*8 + inner over an 8-wide row: i = outer, j = inner.
-  EXPECT_NE(print_program(p).find("C[i.j.fused.outer, i.j.fused.inner]"), std::string::npos) << print_program(p);
+  EXPECT_NE(print_program(p).find("C[i.j.fused.outer, i.j.fused.inner]"), std::string::npos)
+      << print_program(p);
 }
 
 // Random compositions of rules on random loops: each step either refuses or keeps the result.
 TEST(Rules, RandomCompositionsPreserveSemantics) {
   std::mt19937 rng(2024);
-  const char* workloads[] = {"matmul:M=7,N=12,K=5", "conv2d:N=1,C=2,H=6,W=6,O=3,K=3,S=2,P=1", "add:M=3,N=10",
-                             "conv2d_bias_relu:N=1,C=2,H=4,W=5,O=2,K=3,S=1,P=1"};
+  const char* workloads[] = {"matmul:M=7,N=12,K=5", "conv2d:N=1,C=2,H=6,W=6,O=3,K=3,S=2,P=1",
+                             "add:M=3,N=10", "conv2d_bias_relu:N=1,C=2,H=4,W=5,O=2,K=3,S=1,P=1"};
   int applied = 0;
   for (int trial = 0; trial < 60; ++trial) {
     OpInstance op = instantiate(parse_workload(workloads[trial % 4]));
@@ -135,12 +154,24 @@ TEST(Rules, RandomCompositionsPreserveSemantics) {
       auto pick = [&] { return loops[rng() % loops.size()]; };
       ProgramStrategy s = id<Program>();
       switch (rng() % 6) {
-        case 0: s = split(pick(), 1 + rng() % 6); break;
-        case 1: s = reorder({pick(), pick()}); break;
-        case 2: s = fuse(pick(), pick()); break;
-        case 3: s = vectorize(pick()); break;
-        case 4: s = unroll(pick()); break;
-        case 5: s = parallel(pick()); break;
+        case 0:
+          s = split(pick(), 1 + rng() % 6);
+          break;
+        case 1:
+          s = reorder({pick(), pick()});
+          break;
+        case 2:
+          s = fuse(pick(), pick());
+          break;
+        case 3:
+          s = vectorize(pick());
+          break;
+        case 4:
+          s = unroll(pick());
+          break;
+        case 5:
+          s = parallel(pick());
+          break;
       }
       RewriteResult<Program> r = s(p);
       ASSERT_NE(r.kind(), RewriteResult<Program>::Kind::kInternalError) << r.message();

@@ -9,10 +9,12 @@ namespace tessera {
 namespace {
 
 TEST(StrategyText, PrintsBackAsItParses) {
-  for (const char* text : {"split(i, 32)", "split(i, 32) ; split(j, 16) ; reorder(i.outer, j.outer, k, i.inner, j.inner)",
-                           "vectorize(j.inner) ; parallel(i.outer)", "id", "fail", "try(unroll(k))",
-                           "repeat(split(i, 2))", "vectorize(j) <+ parallel(i)",
-                           "(split(i, 2) ; vectorize(i.inner)) <+ id", "fuse(conv.n, o) ; unroll(rx)"}) {
+  for (const char* text :
+       {"split(i, 32)",
+        "split(i, 32) ; split(j, 16) ; reorder(i.outer, j.outer, k, i.inner, j.inner)",
+        "vectorize(j.inner) ; parallel(i.outer)", "id", "fail", "try(unroll(k))",
+        "repeat(split(i, 2))", "vectorize(j) <+ parallel(i)",
+        "(split(i, 2) ; vectorize(i.inner)) <+ id", "fuse(conv.n, o) ; unroll(rx)"}) {
     ProgramStrategy s = parse_strategy(text);
     EXPECT_EQ(s.text(), text);
     EXPECT_EQ(parse_strategy(s.text()).text(), s.text());

@@ -38,20 +38,27 @@ TEST(TeTensor, InvalidShapesAreRejected) {
   EXPECT_THROW(placeholder({4, 0}, DType::kFloat32, "A"), Error);
   EXPECT_THROW(placeholder({-1}, DType::kFloat32, "A"), Error);
   EXPECT_THROW(reduce_axis(0, "k"), Error);
-  EXPECT_THROW(compute({3}, [](Var i) { return i; }, ""), Error);
+  EXPECT_THROW(compute(
+                   {3}, [](Var i) { return i; }, ""),
+               Error);
 }
 
 TEST(TeTensor, ReductionMustBeTheWholeBody) {
   Tensor a = placeholder({4, 4}, DType::kFloat32, "A");
   IterVar k = reduce_axis(4, "k");
-  EXPECT_NO_THROW(compute({4}, [&](Var i) { return sum(a(i, k.var), {k}); }, "S"));
-  EXPECT_THROW(compute({4}, [&](Var i) { return sum(a(i, k.var), {k}) * 2; }, "S"), Error);
+  EXPECT_NO_THROW(compute(
+      {4}, [&](Var i) { return sum(a(i, k.var), {k}); }, "S"));
+  EXPECT_THROW(compute(
+                   {4}, [&](Var i) { return sum(a(i, k.var), {k}) * 2; }, "S"),
+               Error);
 }
 
 TEST(TeTensor, MultiStageTopologicalOrder) {
   Tensor a = placeholder({8}, DType::kFloat32, "A");
-  Tensor b = compute({8}, [&](Var i) { return a(i) * 2; }, "B");
-  Tensor c = compute({8}, [&](Var i) { return b(i) + a(i); }, "C");
+  Tensor b = compute(
+      {8}, [&](Var i) { return a(i) * 2; }, "B");
+  Tensor c = compute(
+      {8}, [&](Var i) { return b(i) + a(i); }, "C");
   std::vector<Tensor> order = topo_order({c});
   ASSERT_EQ(order.size(), 3u);
   EXPECT_EQ(order[0]->name, "A");
@@ -63,7 +70,8 @@ TEST(TeTensor, ReductionsAndDtypes) {
   for (DType t : {DType::kFloat32, DType::kFloat64, DType::kInt32}) {
     Tensor a = placeholder({3, 4}, t, "A");
     IterVar k = reduce_axis(4, "k");
-    Tensor mx = compute({3}, [&](Var i) { return max(a(i, k.var), {k}); }, "M");
+    Tensor mx = compute(
+        {3}, [&](Var i) { return max(a(i, k.var), {k}); }, "M");
     EXPECT_EQ(mx->dtype, t);
     EXPECT_TRUE(mx->body.as<ReduceNode>() != nullptr);
     EXPECT_EQ(mx->body.as<ReduceNode>()->op, ReduceOp::kMax);
