@@ -1,6 +1,7 @@
 /// Strategies (Elevate): printable values `P -> RewriteResult<P>` and the basic combinators.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,18 +12,36 @@
 
 namespace tessera {
 
+/// Counts of rule applications during one or more strategy runs; passed explicitly, never global.
+struct RewriteStats {
+  int64_t attempts = 0;  // rule (leaf strategy) invocations
+  int64_t steps = 0;     // rule invocations that rewrote the program
+  double seconds = 0;    // time spent inside rules
+};
+
 template <typename P>
 class Strategy {
  public:
-  using Fn = std::function<RewriteResult<P>(const P&)>;
+  /// A rule: one rewrite step, counted in RewriteStats.
+  using RuleFn = std::function<RewriteResult<P>(const P&)>;
+  /// A combinator: forwards the statistics to the strategies it runs.
+  using ComposedFn = std::function<RewriteResult<P>(const P&, RewriteStats*)>;
 
-  Strategy(std::string text, Fn fn) : text_(std::move(text)), fn_(std::move(fn)) {}
+  Strategy(std::string text, RuleFn fn) : text_(std::move(text)), rule_(std::move(fn)) {}
+  Strategy(std::string text, ComposedFn fn) : text_(std::move(text)), composed_(std::move(fn)) {}
 
   /// Applies the strategy. Exceptions thrown by a rule become internal-error results, so a
   /// strategy never throws past this layer.
-  RewriteResult<P> operator()(const P& p) const {
+  RewriteResult<P> operator()(const P& p, RewriteStats* stats = nullptr) const {
     try {
-      return fn_(p);
+      if (composed_) return composed_(p, stats);
+      if (!stats) return rule_(p);
+      auto start = std::chrono::steady_clock::now();
+      RewriteResult<P> r = rule_(p);
+      stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ++stats->attempts;
+      if (r) ++stats->steps;
+      return r;
     } catch (const std::exception& e) {
       return RewriteResult<P>::internal_error(text_, e.what());
     }
@@ -33,31 +52,34 @@ class Strategy {
 
  private:
   std::string text_;
-  Fn fn_;
+  RuleFn rule_;
+  ComposedFn composed_;
 };
 
 /// Succeeds with its input.
 template <typename P>
 Strategy<P> id() {
-  return Strategy<P>("id", [](const P& p) { return RewriteResult<P>::success(p); });
+  return Strategy<P>("id", typename Strategy<P>::ComposedFn(
+                               [](const P& p, RewriteStats*) { return RewriteResult<P>::success(p); }));
 }
 
 /// Never applies.
 template <typename P>
 Strategy<P> fail() {
-  return Strategy<P>(
-      "fail", [](const P&) { return RewriteResult<P>::not_applicable("fail", "always fails"); });
+  return Strategy<P>("fail", typename Strategy<P>::ComposedFn([](const P&, RewriteStats*) {
+                       return RewriteResult<P>::not_applicable("fail", "always fails");
+                     }));
 }
 
 /// `a ; b`: a, then b on a's result; fails if either fails.
 template <typename P>
 Strategy<P> seq(Strategy<P> a, Strategy<P> b) {
   std::string text = a.text() + " ; " + b.text();
-  return Strategy<P>(text, [a, b](const P& p) {
-    RewriteResult<P> r = a(p);
-    if (!r) return r;
-    return b(r.program());
-  });
+  return Strategy<P>(text, typename Strategy<P>::ComposedFn([a, b](const P& p, RewriteStats* st) {
+                       RewriteResult<P> r = a(p, st);
+                       if (!r) return r;
+                       return b(r.program(), st);
+                     }));
 }
 
 template <typename P>
@@ -76,11 +98,11 @@ inline std::string group(const std::string& text) {
 template <typename P>
 Strategy<P> lchoice(Strategy<P> a, Strategy<P> b) {
   std::string text = detail::group(a.text()) + " <+ " + detail::group(b.text());
-  return Strategy<P>(text, [a, b](const P& p) {
-    RewriteResult<P> r = a(p);
-    if (r || r.kind() == RewriteResult<P>::Kind::kInternalError) return r;
-    return b(p);
-  });
+  return Strategy<P>(text, typename Strategy<P>::ComposedFn([a, b](const P& p, RewriteStats* st) {
+                       RewriteResult<P> r = a(p, st);
+                       if (r || r.kind() == RewriteResult<P>::Kind::kInternalError) return r;
+                       return b(p, st);
+                     }));
 }
 
 template <typename P>
@@ -92,22 +114,35 @@ Strategy<P> operator<<=(Strategy<P> a, Strategy<P> b) {
 template <typename P>
 Strategy<P> try_(Strategy<P> s) {
   Strategy<P> t = lchoice(s, id<P>());
-  return Strategy<P>("try(" + s.text() + ")", [t](const P& p) { return t(p); });
+  return Strategy<P>("try(" + s.text() + ")",
+                     typename Strategy<P>::ComposedFn([t](const P& p, RewriteStats* st) { return t(p, st); }));
 }
 
 /// `repeat(s)`: applies s until it no longer applies (at most `limit` times). Never fails.
 template <typename P>
 Strategy<P> repeat(Strategy<P> s, int limit = 1000) {
-  return Strategy<P>("repeat(" + s.text() + ")", [s, limit](const P& p) {
-    P cur = p;
-    for (int i = 0; i < limit; ++i) {
-      RewriteResult<P> r = s(cur);
-      if (r.kind() == RewriteResult<P>::Kind::kInternalError) return r;
-      if (!r) break;
-      cur = std::move(r).program();
-    }
-    return RewriteResult<P>::success(std::move(cur));
-  });
+  return Strategy<P>("repeat(" + s.text() + ")",
+                     typename Strategy<P>::ComposedFn([s, limit](const P& p, RewriteStats* st) {
+                       P cur = p;
+                       for (int i = 0; i < limit; ++i) {
+                         RewriteResult<P> r = s(cur, st);
+                         if (r.kind() == RewriteResult<P>::Kind::kInternalError) return r;
+                         if (!r) break;
+                         cur = std::move(r).program();
+                       }
+                       return RewriteResult<P>::success(std::move(cur));
+                     }));
+}
+
+/// `repeat_n(s, n)`: s exactly n times; fails if any application fails.
+template <typename P>
+Strategy<P> repeat_n(Strategy<P> s, int n) {
+  return Strategy<P>("repeat_n(" + s.text() + ", " + std::to_string(n) + ")",
+                     typename Strategy<P>::ComposedFn([s, n](const P& p, RewriteStats* st) {
+                       RewriteResult<P> r = RewriteResult<P>::success(p);
+                       for (int i = 0; i < n && r; ++i) r = s(r.program(), st);
+                       return r;
+                     }));
 }
 
 /// Sequences a list; the empty list is `id`.
