@@ -10,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "bench/openblas_env.h"
 #include "ops/evaluate.h"
 #include "runtime/module.h"
 #include "runtime/ndarray.h"
@@ -17,18 +18,6 @@
 #include "schedule/strategy_parser.h"
 
 namespace {
-
-// The machines set these to pin OpenBLAS to AVX2 kernels; OpenBLAS reads them when it loads, so
-// the benchmark re-executes itself without them to measure the library at its best.
-void reexec_without_openblas_overrides(char** argv) {
-  if (std::getenv("TESSERA_BENCH_OPENBLAS_FORCED")) return;
-  if (!std::getenv("OPENBLAS_CORETYPE") && !std::getenv("OPENBLAS_L2_SIZE")) return;
-  unsetenv("OPENBLAS_CORETYPE");
-  unsetenv("OPENBLAS_L2_SIZE");
-  execv("/proc/self/exe", argv);
-  perror("bench_matmul: re-exec failed");
-  std::exit(1);
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -38,33 +27,11 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// OpenBLAS 0.3.21 (Debian 12) does not recognise every AVX-512 CPU and then falls back to its
-// SSE3 "Prescott" kernels, 5x slower than its AVX-512 ones on the same machine. Comparing against
-// that would flatter tessera, so on such a CPU the benchmark names the AVX-512 kernel explicitly
-// and says so in its output.
-void reexec_with_avx512_kernels_if_undetected(char** argv) {
-  if (std::getenv("TESSERA_BENCH_OPENBLAS_FORCED")) return;
-  std::string core = openblas_get_corename();
-  bool avx512_core = core.find("Skylake") != std::string::npos ||
-                     core.find("Cooperlake") != std::string::npos ||
-                     core.find("SapphireRapids") != std::string::npos;
-  __builtin_cpu_init();
-  if (avx512_core || !__builtin_cpu_supports("avx512f")) return;
-  std::cout << "OpenBLAS picked " << core
-            << " kernels on an AVX-512 CPU; re-running with SkylakeX kernels" << std::endl;
-  setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-  setenv("TESSERA_BENCH_OPENBLAS_FORCED", core.c_str(), 1);
-  execv("/proc/self/exe", argv);
-  perror("bench_matmul: re-exec failed");
-  std::exit(1);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace tessera;
-  reexec_without_openblas_overrides(argv);
-  reexec_with_avx512_kernels_if_undetected(argv);
+  bench::use_openblas_at_its_best(argv);
 
   CLI::App app{"matmul: tessera vs OpenBLAS"};
   int64_t size = 1024;
@@ -89,11 +56,7 @@ int main(int argc, char** argv) {
     RewriteResult<Program> scheduled = strategy(op.program);
     if (!scheduled) throw Error(scheduled.message());
 
-    std::cout << "OpenBLAS core: " << openblas_get_corename();
-    if (const char* detected = std::getenv("TESSERA_BENCH_OPENBLAS_FORCED")) {
-      std::cout << " (OpenBLAS itself detected " << detected << ")";
-    }
-    std::cout << "\n";
+    std::cout << "OpenBLAS core: " << bench::openblas_core_description() << "\n";
     std::cout << "strategy: " << strategy.text() << "\n\n";
 
     std::ostringstream table;

@@ -326,18 +326,28 @@ void CEmitter::emit_store(const StoreNode& n) {
                    print(n.value).text));
 }
 
+constexpr int64_t kMaxStackAllocationBytes = 16 * 1024;
+
 void CEmitter::emit_allocate(const AllocateNode& n) {
   const Buffer& b = n.buffer;
   const std::string name = fresh_name(b->name);
   std::optional<std::string> previous;
   if (auto it = buffer_names_.find(b.get()); it != buffer_names_.end()) previous = it->second;
   buffer_names_[b.get()] = name;
-  // aligned_alloc wants a size that is a multiple of the alignment.
-  const int64_t bytes = (b->num_elements() * dtype_bytes(b->dtype) + 63) / 64 * 64;
-  line(fmt::format("{0}* restrict {1} = ({0}*)aligned_alloc(64, {2});", dtype_c_type(b->dtype),
-                   name, bytes));
+  // Small buffers (caches and accumulators of a tile, allocated inside loops) live on the stack,
+  // where the compiler can keep them in registers; large ones on the heap.
+  const int64_t bytes = b->num_elements() * dtype_bytes(b->dtype);
+  const bool on_stack = bytes <= kMaxStackAllocationBytes;
+  if (on_stack) {
+    line(fmt::format("{0} {1}[{2}] __attribute__((aligned(64)));", dtype_c_type(b->dtype), name,
+                     b->num_elements()));
+  } else {
+    // aligned_alloc wants a size that is a multiple of the alignment.
+    line(fmt::format("{0}* restrict {1} = ({0}*)aligned_alloc(64, {2});", dtype_c_type(b->dtype),
+                     name, (bytes + 63) / 64 * 64));
+  }
   emit(n.body);
-  line(fmt::format("free({});", name));
+  if (!on_stack) line(fmt::format("free({});", name));
   if (previous) {
     buffer_names_[b.get()] = *previous;
   } else {

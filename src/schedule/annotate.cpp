@@ -1,6 +1,7 @@
 // vectorize, unroll and parallel: rules that change only a loop's kind, after a legality check.
 #include <fmt/format.h>
 
+#include "schedule/location.h"
 #include "schedule/loop_tools.h"
 #include "schedule/rules.h"
 #include "tir/stmt_functor.h"
@@ -30,10 +31,12 @@ class InnerLoopFinder : public StmtVisitor {
 
 using Check = std::function<std::optional<std::string>(const LoopSite&)>;
 
-ProgramStrategy annotate(const std::string& rule, const std::string& loop, ForKind kind,
-                         Check check) {
-  std::string text = fmt::format("{}({})", rule, loop);
+ProgramStrategy annotate(const std::string& rule, const std::string& loop_ref, ForKind kind, Check check) {
+  std::string text = fmt::format("{}({})", rule, loop_ref);
   return ProgramStrategy(text, [=](const Program& p) {
+    Resolved ref = resolve_loop(p, loop_ref);
+    if (!ref.ok()) return RewriteResult<Program>::not_applicable(text, ref.error);
+    const std::string& loop = ref.name;
     return rewrite_loop(
         p, text, loop, [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
           const ForNode& n = *site.loop;

@@ -1,14 +1,19 @@
 #include <fmt/format.h>
 
+#include "schedule/location.h"
 #include "schedule/loop_tools.h"
 #include "schedule/rules.h"
 #include "tir/stmt_functor.h"
 
 namespace tessera {
 
-ProgramStrategy fuse(const std::string& outer, const std::string& inner) {
-  std::string text = fmt::format("fuse({}, {})", outer, inner);
+ProgramStrategy fuse(const std::string& outer_ref, const std::string& inner_ref) {
+  std::string text = fmt::format("fuse({}, {})", outer_ref, inner_ref);
   return ProgramStrategy(text, [=](const Program& p) {
+    Resolved ro = resolve_loop(p, outer_ref), ri = resolve_loop(p, inner_ref);
+    if (!ro.ok()) return RewriteResult<Program>::not_applicable(text, ro.error);
+    if (!ri.ok()) return RewriteResult<Program>::not_applicable(text, ri.error);
+    const std::string &outer = ro.name, &inner = ri.name;
     std::string fused_name = outer + "." + inner + ".fused";
     if (has_loop(p, fused_name)) {
       return RewriteResult<Program>::not_applicable(

@@ -1,5 +1,8 @@
 #include "schedule/loop_tools.h"
 
+#include "schedule/stage_tools.h"
+
+#include <algorithm>
 #include <map>
 
 #include "te/expr_functor.h"
@@ -146,6 +149,26 @@ bool store_is_disjoint(const StoreSite& site, const VarNode* v) {
   return index_is_disjoint(flat_index(site.store->buffer, site.store->indices), site, v);
 }
 
+bool reads_stay_in_own_box(const ForNode& loop, const Buffer& buffer) {
+  auto stores = access_box(loop, buffer, false, true);
+  if (!std::holds_alternative<AccessBox>(stores)) return false;
+  if (std::get<AccessBox>(stores).loads == 0) return true;
+  auto loads = access_box(loop, buffer, true, false);
+  if (!std::holds_alternative<AccessBox>(loads)) return false;
+  const AccessBox& s = std::get<AccessBox>(stores);
+  const AccessBox& l = std::get<AccessBox>(loads);
+  bool disjoint = false;
+  for (size_t d = 0; d < s.base.size(); ++d) {
+    const int64_t* delta = as_const_int(simplify(l.base[d] - s.base[d]));
+    if (!delta) return false;
+    int64_t lo = l.lo[d] + *delta;
+    if (lo < s.lo[d] || lo + l.extent[d] > s.lo[d] + s.extent[d]) return false;
+    std::optional<int64_t> c = affine_coefficient(s.base[d], loop.var.get());
+    disjoint |= c && (*c >= s.extent[d] || -*c >= s.extent[d]);
+  }
+  return disjoint;
+}
+
 }  // namespace
 
 RewriteResult<Program> rewrite_loop(const Program& p, const std::string& rule,
@@ -173,12 +196,29 @@ bool has_loop(const Program& p, const std::string& name) {
   return false;
 }
 
+// Buffers allocated inside a statement are private to each execution of it.
+class AllocCollector : public StmtVisitor {
+ public:
+  std::vector<const BufferNode*> buffers;
+  bool has(const Buffer& b) const { return std::find(buffers.begin(), buffers.end(), b.get()) != buffers.end(); }
+
+ protected:
+  void visit_(const AllocateNode& n, const Stmt& self) override {
+    buffers.push_back(n.buffer.get());
+    StmtVisitor::visit_(n, self);
+  }
+  using StmtVisitor::visit_;
+};
+
 std::optional<std::string> cross_element_dependence(const Stmt& s) {
   StoreCollector stores;
   stores.visit(s);
   StmtLoadCollector loads;
   loads.visit(s);
+  AllocCollector local;
+  local.visit(s);
   for (const StoreSite& st : stores.stores) {
+    if (local.has(st.store->buffer)) continue;
     for (const LoadNode* load : loads.loads.loads) {
       if (load->buffer != st.store->buffer) continue;
       if (!same_indices(load->indices, st.store->indices)) {
@@ -192,7 +232,10 @@ std::optional<std::string> cross_element_dependence(const Stmt& s) {
 std::optional<std::string> iteration_conflict(const ForNode& loop) {
   StoreCollector stores;
   stores.visit(loop.body);
+  AllocCollector local;
+  local.visit(loop.body);
   for (const StoreSite& st : stores.stores) {
+    if (local.has(st.store->buffer)) continue;
     if (!uses_var(make_load(st.store->buffer, st.store->indices), loop.var.get())) {
       return "every iteration of " + loop.var.name() + " writes the same elements of " +
              st.store->buffer->name + " (a loop-carried dependence)";
@@ -202,7 +245,15 @@ std::optional<std::string> iteration_conflict(const ForNode& loop) {
              st.store->buffer->name;
     }
   }
-  return cross_element_dependence(loop.body);
+  std::optional<std::string> dependence = cross_element_dependence(loop.body);
+  if (!dependence) return std::nullopt;
+  // Reads at other elements are still safe when every read of a buffer falls in the box this
+  // iteration writes, and the boxes of different iterations are disjoint (caches copied in and out).
+  for (const StoreSite& st : stores.stores) {
+    if (local.has(st.store->buffer)) continue;
+    if (!reads_stay_in_own_box(loop, st.store->buffer)) return dependence;
+  }
+  return std::nullopt;
 }
 
 }  // namespace tessera

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "schedule/location.h"
 #include "schedule/loop_tools.h"
 #include "schedule/rules.h"
 #include "tir/stmt_functor.h"
@@ -34,9 +35,15 @@ class FirstLoopFinder : public StmtVisitor {
 
 }  // namespace
 
-ProgramStrategy reorder(const std::vector<std::string>& loops) {
-  std::string text = fmt::format("reorder({})", fmt::join(loops, ", "));
+ProgramStrategy reorder(const std::vector<std::string>& loop_refs) {
+  std::string text = fmt::format("reorder({})", fmt::join(loop_refs, ", "));
   return ProgramStrategy(text, [=](const Program& p) {
+    std::vector<std::string> loops;
+    for (const std::string& r : loop_refs) {
+      Resolved ref = resolve_loop(p, r);
+      if (!ref.ok()) return RewriteResult<Program>::not_applicable(text, ref.error);
+      loops.push_back(ref.name);
+    }
     std::set<std::string> names(loops.begin(), loops.end());
     if (names.size() != loops.size()) {
       return RewriteResult<Program>::not_applicable(text, "a loop is named twice");

@@ -26,4 +26,21 @@ ProgramStrategy unroll(const std::string& loop);
 /// Runs a loop's iterations on threads; fails on dependences or inside another parallel loop.
 ProgramStrategy parallel(const std::string& loop);
 
+// Stage-level rules. Loops may be given as names or @-locations (schedule/location.h).
+
+/// Moves the nest computing intermediate `stage` into `loop`, computing per iteration only the
+/// box of the stage that the loop's body reads.
+ProgramStrategy compute_at(const std::string& stage, const std::string& loop);
+/// Replaces reads of intermediate `stage` by its defining expression and drops the stage.
+ProgramStrategy compute_inline(const std::string& stage);
+/// Accumulates the block of `stage` that one iteration of `loop` writes in a local buffer
+/// `<stage>.local`, copied in before the body and back after it.
+ProgramStrategy cache_write(const std::string& stage, const std::string& loop);
+/// Copies the block of `buffer` that one iteration of `loop` reads into `<buffer>.local` first.
+ProgramStrategy cache_read(const std::string& buffer, const std::string& loop);
+/// Array packing: input `buffer` is copied into `<buffer>.packed` with dimension `dim` split by
+/// `factor` and its outer part moved first (B[K][N] with dim 1 -> B.packed[N/f][K][f]); reads
+/// of the buffer become reads of the packed copy. A partial last block is zero-padded.
+ProgramStrategy pack(const std::string& buffer, int64_t dim, int64_t factor);
+
 }  // namespace tessera

@@ -1,14 +1,18 @@
 #include <fmt/format.h>
 
+#include "schedule/location.h"
 #include "schedule/loop_tools.h"
 #include "schedule/rules.h"
 #include "tir/stmt_functor.h"
 
 namespace tessera {
 
-ProgramStrategy split(const std::string& loop, int64_t factor) {
-  std::string text = fmt::format("split({}, {})", loop, factor);
+ProgramStrategy split(const std::string& loop_ref, int64_t factor) {
+  std::string text = fmt::format("split({}, {})", loop_ref, factor);
   return ProgramStrategy(text, [=](const Program& p) {
+    Resolved ref = resolve_loop(p, loop_ref);
+    if (!ref.ok()) return RewriteResult<Program>::not_applicable(text, ref.error);
+    const std::string& loop = ref.name;
     if (factor <= 0) {
       return RewriteResult<Program>::not_applicable(
           text, fmt::format("factor {} is not positive", factor));

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <map>
 
+#include "schedule/library.h"
 #include "te/error.h"
 
 namespace tessera {
@@ -64,6 +65,37 @@ class Parser {
     return std::string(text_.substr(start, pos_ - start));
   }
 
+  // A loop name or an @-location such as @innermost, @innermost(conv), @loop(conv, 2).
+  std::string loop_ref() {
+    skip_space();
+    if (pos_ >= text_.size() || text_[pos_] != '@') return name();
+    size_t at = pos_++;
+    std::string kind = name();
+    std::string ref = "@" + kind;
+    if (kind == "loop") {
+      // @loop(n) or @loop(stage, n)
+      expect("(");
+      skip_space();
+      if (pos_ < text_.size() && !std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+        ref += "(" + name();
+        expect(",");
+        ref += ", " + std::to_string(integer()) + ")";
+      } else {
+        ref += "(" + std::to_string(integer()) + ")";
+      }
+      expect(")");
+      return ref;
+    }
+    if (kind != "innermost" && kind != "outermost") {
+      fail(at, "unknown location '@" + kind + "' (known: @innermost, @outermost, @loop(n))");
+    }
+    if (accept("(")) {
+      ref += "(" + name() + ")";
+      expect(")");
+    }
+    return ref;
+  }
+
   int64_t integer() {
     skip_space();
     size_t start = pos_;
@@ -92,8 +124,8 @@ class Parser {
 
   std::vector<std::string> loop_list(size_t at, size_t min_count, size_t max_count,
                                      const std::string& rule) {
-    std::vector<std::string> loops{name()};
-    while (accept(",")) loops.push_back(name());
+    std::vector<std::string> loops{loop_ref()};
+    while (accept(",")) loops.push_back(loop_ref());
     expect(")");
     if (loops.size() < min_count || loops.size() > max_count) {
       fail(at, fmt::format("{} takes {} loop names, got {}", rule,
@@ -122,13 +154,59 @@ class Parser {
       return head == "try" ? try_(inner) : repeat(inner);
     }
     if (head == "split") {
-      std::string loop = name();
+      std::string loop = loop_ref();
       expect(",");
       int64_t factor = integer();
       expect(")");
       return split(loop, factor);
     }
     if (head == "reorder") return reorder(loop_list(at, 1, 64, head));
+    if (head == "compute_at" || head == "cache_write" || head == "cache_read") {
+      std::string stage = name();
+      expect(",");
+      std::string loop = loop_ref();
+      expect(")");
+      if (head == "compute_at") return compute_at(stage, loop);
+      return head == "cache_write" ? cache_write(stage, loop) : cache_read(stage, loop);
+    }
+    if (head == "compute_inline") {
+      std::string stage = name();
+      expect(")");
+      return compute_inline(stage);
+    }
+    if (head == "pack") {
+      std::string buffer = name();
+      expect(",");
+      int64_t dim = integer();
+      expect(",");
+      int64_t factor = integer();
+      expect(")");
+      return pack(buffer, dim, factor);
+    }
+    if (head == "tile" || head == "tile_nd") {
+      // Loop names first, then as many sizes.
+      std::vector<std::string> loops;
+      std::vector<int64_t> sizes;
+      do {
+        skip_space();
+        bool number = pos_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '-');
+        if (number) {
+          sizes.push_back(integer());
+        } else {
+          if (!sizes.empty()) fail(pos_, "loop names come before the sizes");
+          loops.push_back(loop_ref());
+        }
+      } while (accept(","));
+      expect(")");
+      if (loops.size() != sizes.size()) {
+        fail(at, fmt::format("{} needs one size per loop, got {} loops and {} sizes", head, loops.size(), sizes.size()));
+      }
+      if (head == "tile") {
+        if (loops.size() != 2) fail(at, "tile takes two loops and two sizes; use tile_nd for others");
+        return tile(loops[0], loops[1], sizes[0], sizes[1]);
+      }
+      return tile_nd(loops, sizes);
+    }
     if (head == "fuse") {
       auto l = loop_list(at, 2, 2, head);
       return fuse(l[0], l[1]);

@@ -217,9 +217,18 @@ TEST(CodegenC, AllocatedIntermediate) {
                          make_store(b, {i2}, make_load(b, {i2}) + make_load(t, {i2, r})))}));
   Program p = make_program("alloc", {a}, {b}, make_allocate(t, make_seq({produce, consume})));
   std::string code = codegen_c(p);
-  EXPECT_NE(code.find("float* restrict T = (float*)aligned_alloc(64, 256);"), std::string::npos)
-      << code;
-  EXPECT_NE(code.find("free(T);"), std::string::npos) << code;
+  // Small buffers live on the stack, large ones on the heap.
+  EXPECT_NE(code.find("float T[60] __attribute__((aligned(64)));"), std::string::npos) << code;
+  EXPECT_EQ(code.find("free(T);"), std::string::npos) << code;
+  Buffer big = make_buffer("Big", kF32, {100, 100});
+  Var x("x");
+  Program heap = make_program(
+      "heap", {a}, {b},
+      make_allocate(big, make_seq({make_for(x, 0, 10, kSerial, make_store(big, {x, x}, make_load(a, {x, 0}))),
+                                   make_for(i2, 0, 10, kSerial, make_store(b, {i2}, make_load(big, {i2, i2})))})));
+  std::string heap_code = codegen_c(heap);
+  EXPECT_NE(heap_code.find("float* restrict Big = (float*)aligned_alloc(64, 40000);"), std::string::npos) << heap_code;
+  EXPECT_NE(heap_code.find("free(Big);"), std::string::npos) << heap_code;
   EXPECT_NE(code.find("for (int32_t i_1 = 0; i_1 < 10; ++i_1)"), std::string::npos)
       << "two variables named i get two C names\n"
       << code;

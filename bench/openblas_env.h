@@ -1,0 +1,18 @@
+/// Making OpenBLAS run its best kernels in a benchmark process (and only there).
+#pragma once
+
+#include <string>
+
+namespace tessera::bench {
+
+/// The machines set OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which pin OpenBLAS to AVX2 kernels;
+/// OpenBLAS reads them when it loads, so this re-executes the process without them. OpenBLAS
+/// 0.3.21 also fails to recognise some AVX-512 CPUs and falls back to its SSE3 "Prescott" kernels,
+/// about 5x slower here; on such a CPU this re-executes once more naming the SkylakeX kernels.
+/// Call first thing in main().
+void use_openblas_at_its_best(char** argv);
+
+/// openblas_get_corename(), and what OpenBLAS had detected by itself when it was overridden.
+std::string openblas_core_description();
+
+}  // namespace tessera::bench

@@ -1,0 +1,129 @@
+#include <fmt/format.h>
+
+#include "schedule/location.h"
+#include "schedule/rules.h"
+#include "schedule/stage_tools.h"
+#include "tir/simplify.h"
+#include "tir/stmt_functor.h"
+
+namespace tessera {
+
+namespace {
+
+// Redirects loads and stores of `from` to `to` with indices shifted by -offset.
+class Redirect : public StmtMutator {
+ public:
+  Redirect(const Buffer& from, const Buffer& to, std::vector<Expr> offset)
+      : from_(from), to_(to), offset_(std::move(offset)) {}
+
+ protected:
+  std::vector<Expr> shift(const std::vector<Expr>& idx) const {
+    std::vector<Expr> out;
+    for (size_t d = 0; d < idx.size(); ++d) out.push_back(simplify(idx[d] - offset_[d]));
+    return out;
+  }
+  class Loads : public ExprMutator {
+   public:
+    explicit Loads(const Redirect& r) : r_(r) {}
+
+   protected:
+    using ExprMutator::visit_;
+    Expr visit_(const LoadNode& n, const Expr& self) override {
+      Expr e = ExprMutator::visit_(n, self);
+      const auto* load = e.as<LoadNode>();
+      return load->buffer == r_.from_ ? make_load(r_.to_, r_.shift(load->indices)) : e;
+    }
+
+   private:
+    const Redirect& r_;
+  };
+  Expr mutate_expr(const Expr& e) override {
+    Loads l(*this);
+    return l.visit(e);
+  }
+  Stmt visit_(const StoreNode& n, const Stmt& self) override {
+    Stmt s = StmtMutator::visit_(n, self);
+    const auto* store = s.as<StoreNode>();
+    return store->buffer == from_ ? make_store(to_, shift(store->indices), store->value) : s;
+  }
+  using StmtMutator::visit_;
+
+ private:
+  const Buffer& from_;
+  const Buffer& to_;
+  std::vector<Expr> offset_;
+};
+
+// A nest over the box copying between the buffer and its cache, guarded to the buffer's bounds.
+Stmt copy_nest(const Buffer& global, const Buffer& local, const std::vector<Expr>& offset, bool into_local,
+               const std::string& loop_prefix) {
+  std::vector<Var> vars;
+  std::vector<Expr> local_idx, global_idx;
+  for (size_t d = 0; d < local->shape.size(); ++d) {
+    vars.emplace_back(fmt::format("{}.{}", loop_prefix, d));
+    local_idx.push_back(vars.back());
+    global_idx.push_back(offset[d] + vars.back());
+  }
+  Stmt body = into_local ? make_store(local, local_idx, make_load(global, global_idx))
+                         : make_store(global, global_idx, make_load(local, local_idx));
+  body = make_if(in_bounds(global, global_idx), body);
+  for (size_t d = vars.size(); d-- > 0;) {
+    body = make_for(vars[d], make_int(0), local->shape[d], ForKind::kSerial, body);
+  }
+  return body;
+}
+
+}  // namespace
+
+RewriteResult<Program> cache_box(const Program& p, const std::string& text, const std::string& stage,
+                                 const std::string& loop_ref, bool write) {
+  auto fail = [&](const std::string& why) { return RewriteResult<Program>::not_applicable(text, why); };
+  Resolved ref = resolve_loop(p, loop_ref);
+  if (!ref.ok()) return fail(ref.error);
+  Buffer buffer = find_buffer(p, stage);
+  if (!buffer) return fail("no buffer named " + stage);
+  const ForNode* at = find_loop(p, ref.name);
+  if (!at) return fail("no loop named " + ref.name);
+  auto box_or = access_box(*at, buffer, true, write);
+  if (auto* why = std::get_if<std::string>(&box_or)) return fail(*why);
+  const AccessBox& box = std::get<AccessBox>(box_or);
+  if (write && box.stores == 0) return fail(fmt::format("the body of {} does not write {}", ref.name, stage));
+  if (!write && box.stores > 0) return fail(fmt::format("the body of {} writes {}; use cache_write", ref.name, stage));
+  std::string local_name = stage + ".local";
+  if (find_buffer(p, local_name)) return fail("a buffer named " + local_name + " exists already");
+
+  Buffer local = make_buffer(local_name, buffer->dtype, box.extent);
+  std::vector<Expr> offset;
+  for (size_t d = 0; d < box.base.size(); ++d) offset.push_back(simplify(box.base[d] + make_int(box.lo[d])));
+  Redirect redirect(buffer, local, offset);
+  std::vector<Stmt> parts{copy_nest(buffer, local, offset, true, stage + ".load")};
+  parts.push_back(redirect.visit(at->body));
+  if (write) parts.push_back(copy_nest(buffer, local, offset, false, stage + ".store"));
+  Stmt new_body = make_allocate(local, make_seq(parts));
+
+  class Replace : public StmtMutator {
+   public:
+    Replace(const ForNode* target, Stmt body) : target_(target), body_(std::move(body)) {}
+
+   protected:
+    Stmt visit_(const ForNode& n, const Stmt& self) override {
+      if (&n != target_) return StmtMutator::visit_(n, self);
+      return make_for(n.var, n.min, n.extent, n.for_kind, body_);
+    }
+    using StmtMutator::visit_;
+
+   private:
+    const ForNode* target_;
+    Stmt body_;
+  } replace(at, new_body);
+  Program out = p;
+  out.body = simplify(replace.visit(p.body));
+  return RewriteResult<Program>::success(std::move(out));
+}
+
+ProgramStrategy cache_write(const std::string& stage, const std::string& loop_ref) {
+  std::string text = fmt::format("cache_write({}, {})", stage, loop_ref);
+  return ProgramStrategy(text, [=](const Program& p) { return cache_box(p, text, stage, loop_ref, true); });
+}
+
+}  // namespace tessera

@@ -1,0 +1,263 @@
+#include "schedule/stage_tools.h"
+
+#include <fmt/format.h>
+
+#include "te/expr_functor.h"
+#include "tir/simplify.h"
+#include "tir/stmt_functor.h"
+
+namespace tessera {
+
+namespace {
+
+class BufferFinder : public StmtVisitor {
+ public:
+  explicit BufferFinder(const std::string& n) : name(n) {}
+  const std::string& name;
+  Buffer found;
+
+ protected:
+  void visit_(const AllocateNode& n, const Stmt& self) override {
+    if (n.buffer->name == name && !found) found = n.buffer;
+    StmtVisitor::visit_(n, self);
+  }
+  using StmtVisitor::visit_;
+};
+
+class LoopFinder : public StmtVisitor {
+ public:
+  explicit LoopFinder(const std::string& n) : name(n) {}
+  const std::string& name;
+  const ForNode* found = nullptr;
+
+ protected:
+  void visit_(const ForNode& n, const Stmt& self) override {
+    if (n.var.name() == name && !found) found = &n;
+    StmtVisitor::visit_(n, self);
+  }
+  using StmtVisitor::visit_;
+};
+
+struct Access {
+  std::vector<Expr> indices;
+  std::vector<const ForNode*> inner;
+};
+
+class LoadsOf : public ExprVisitor {
+ public:
+  LoadsOf(const Buffer& b, std::vector<Access>& out, const std::vector<const ForNode*>& inner)
+      : buffer_(b), out_(out), inner_(inner) {}
+
+ protected:
+  using ExprVisitor::visit_;
+  void visit_(const LoadNode& n, const Expr& self) override {
+    if (n.buffer == buffer_) out_.push_back({n.indices, inner_});
+    ExprVisitor::visit_(n, self);
+  }
+
+ private:
+  const Buffer& buffer_;
+  std::vector<Access>& out_;
+  const std::vector<const ForNode*>& inner_;
+};
+
+class AccessCollector : public StmtVisitor {
+ public:
+  AccessCollector(const Buffer& b, bool loads, bool stores) : buffer_(b), loads_(loads), stores_(stores) {}
+  std::vector<Access> accesses;
+  int loads = 0, stores = 0;
+
+ protected:
+  void visit_(const ForNode& n, const Stmt& self) override {
+    inner_.push_back(&n);
+    StmtVisitor::visit_(n, self);
+    inner_.pop_back();
+  }
+  void visit_(const StoreNode& n, const Stmt& self) override {
+    if (n.buffer == buffer_) {
+      ++stores;
+      if (stores_) accesses.push_back({n.indices, inner_});
+    }
+    StmtVisitor::visit_(n, self);
+  }
+  void visit_expr(const Expr& e) override {
+    std::vector<Access> found;
+    LoadsOf l(buffer_, found, inner_);
+    l.visit(e);
+    loads += static_cast<int>(found.size());
+    if (loads_) accesses.insert(accesses.end(), found.begin(), found.end());
+  }
+  using StmtVisitor::visit_;
+
+ private:
+  const Buffer& buffer_;
+  bool loads_, stores_;
+  std::vector<const ForNode*> inner_;
+};
+
+class StoreCounter : public StmtVisitor {
+ public:
+  explicit StoreCounter(const Buffer& b) : buffer_(b) {}
+  int stores = 0;
+
+ protected:
+  void visit_(const StoreNode& n, const Stmt& self) override {
+    stores += n.buffer == buffer_;
+    StmtVisitor::visit_(n, self);
+  }
+  using StmtVisitor::visit_;
+
+ private:
+  const Buffer& buffer_;
+};
+
+// Candidate stage nests: For statements directly in a Seq or at the top of an Allocate/program.
+class NestCandidates : public StmtVisitor {
+ public:
+  std::vector<Stmt> nests;
+
+ protected:
+  void visit_(const ForNode&, const Stmt& self) override { nests.push_back(self); }
+  using StmtVisitor::visit_;
+};
+
+class StatementRemover : public StmtMutator {
+ public:
+  explicit StatementRemover(const Stmt& t) : target_(t) {}
+
+ protected:
+  Stmt visit_(const SeqNode& n, const Stmt& self) override {
+    std::vector<Stmt> kept;
+    bool changed = false;
+    for (const Stmt& s : n.stmts) {
+      if (s.same_as(target_)) {
+        changed = true;
+        continue;
+      }
+      Stmt m = visit(s);
+      changed |= !m.same_as(s);
+      kept.push_back(m);
+    }
+    if (!changed) return self;
+    return make_seq(std::move(kept));
+  }
+  using StmtMutator::visit_;
+
+ private:
+  const Stmt& target_;
+};
+
+}  // namespace
+
+Buffer find_buffer(const Program& p, const std::string& name) {
+  for (const Buffer& b : p.args()) {
+    if (b->name == name) return b;
+  }
+  BufferFinder f(name);
+  f.visit(p.body);
+  return f.found;
+}
+
+bool is_argument(const Program& p, const Buffer& b) {
+  for (const Buffer& a : p.args()) {
+    if (a == b) return true;
+  }
+  return false;
+}
+
+const ForNode* find_loop(const Program& p, const std::string& name) {
+  LoopFinder f(name);
+  f.visit(p.body);
+  return f.found;
+}
+
+std::variant<AccessBox, std::string> access_box(const ForNode& loop, const Buffer& buffer, bool loads,
+                                                bool stores) {
+  AccessCollector c(buffer, loads, stores);
+  c.visit(loop.body);
+  AccessBox box;
+  box.loads = c.loads;
+  box.stores = c.stores;
+  if (c.accesses.empty()) return fmt::format("the body of {} does not access {}", loop.var.name(), buffer->name);
+  size_t ndim = buffer->shape.size();
+  std::vector<int64_t> hi(ndim);
+  for (size_t a = 0; a < c.accesses.size(); ++a) {
+    const Access& acc = c.accesses[a];
+    RangeMap inner_ranges;
+    std::vector<std::pair<const VarNode*, Expr>> inner_zero;
+    for (const ForNode* f : acc.inner) {
+      const int64_t* mn = as_const_int(simplify(f->min));
+      if (!mn) return fmt::format("loop {} inside {} has a variable start", f->var.name(), loop.var.name());
+      inner_ranges[f->var.get()] = {*mn, *mn + f->extent - 1};
+      inner_zero.emplace_back(f->var.get(), make_int(0));
+    }
+    for (size_t d = 0; d < ndim; ++d) {
+      Expr index = simplify(acc.indices[d]);
+      Expr base = simplify(substitute(index, inner_zero));
+      std::optional<IntRange> span = bound_of(simplify(index - base), inner_ranges);
+      if (!span) {
+        return fmt::format("index {} of {} does not separate into parts outside and inside {}", d, buffer->name,
+                           loop.var.name());
+      }
+      if (a == 0) {
+        box.base.push_back(base);
+        box.lo.push_back(span->min);
+        hi[d] = span->max;
+        continue;
+      }
+      const int64_t* delta = as_const_int(simplify(base - box.base[d]));
+      if (!delta) {
+        return fmt::format("accesses to {} in {} are not a constant distance apart", buffer->name, loop.var.name());
+      }
+      box.lo[d] = std::min(box.lo[d], span->min + *delta);
+      hi[d] = std::max(hi[d], span->max + *delta);
+    }
+  }
+  for (size_t d = 0; d < ndim; ++d) box.extent.push_back(hi[d] - box.lo[d] + 1);
+  return box;
+}
+
+std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buffer& buffer) {
+  StoreCounter all(buffer);
+  all.visit(p.body);
+  if (all.stores == 0) return "nothing writes " + buffer->name;
+  NestCandidates candidates;
+  candidates.visit(p.body);
+  for (const Stmt& nest : candidates.nests) {
+    StoreCounter here(buffer);
+    here.visit(nest);
+    if (here.stores == 0) continue;
+    if (here.stores != all.stores) break;
+    StageNest s;
+    s.stmt = nest;
+    Stmt cur = nest;
+    while (const auto* f = cur.as<ForNode>()) {
+      s.loops.push_back(f);
+      cur = f->body;
+    }
+    s.store = cur.as<StoreNode>();
+    bool plain = s.store && s.loops.size() == buffer->shape.size();
+    for (size_t d = 0; plain && d < s.loops.size(); ++d) {
+      plain = s.store->indices[d].as<VarNode>() == s.loops[d]->var.get();
+    }
+    if (!plain) return "stage " + buffer->name + " is not a single plain loop nest storing " + buffer->name + "[loop variables]";
+    return s;
+  }
+  return "stage " + buffer->name + " is written by more than one loop nest (a reduction is an init and an update nest)";
+}
+
+Stmt remove_statement(const Stmt& root, const Stmt& target) {
+  StatementRemover r(target);
+  return r.visit(root);
+}
+
+Expr in_bounds(const Buffer& b, const std::vector<Expr>& indices) {
+  Expr cond;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    Expr c = indices[d] >= make_int(0) && indices[d] < make_int(b->shape[d]);
+    cond = cond.defined() ? (cond && c) : c;
+  }
+  return cond.defined() ? cond : make_int(1, DType::kBool);
+}
+
+}  // namespace tessera

@@ -1,0 +1,59 @@
+/// What the stage-level rules (compute_at, compute_inline, cache_write, cache_read, pack) share:
+/// finding buffers and stage nests, and the box of elements a loop body accesses.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "strategy/rewrite_result.h"
+#include "tir/program.h"
+
+namespace tessera {
+
+/// A buffer of the program by name: an argument or an allocation.
+Buffer find_buffer(const Program& p, const std::string& name);
+bool is_argument(const Program& p, const Buffer& b);
+
+/// The loop named `name`, if any.
+const ForNode* find_loop(const Program& p, const std::string& name);
+
+/// The elements of a buffer that one iteration of a loop's body accesses, as a box per dimension:
+/// [base + lo, base + lo + extent), where base depends only on the loop's variable and the loops
+/// around it, and lo/extent are constants from the ranges of the loops inside the body.
+struct AccessBox {
+  std::vector<Expr> base;
+  std::vector<int64_t> lo;
+  std::vector<int64_t> extent;
+  int loads = 0;
+  int stores = 0;
+};
+
+/// Fails (with the reason) when an index does not separate into outer and inner parts or two
+/// accesses are not a constant distance apart.
+std::variant<AccessBox, std::string> access_box(const ForNode& loop, const Buffer& buffer,
+                                                bool loads, bool stores);
+
+/// A stage computed by one perfect nest whose only statement stores `buffer[v0, ..., vn]`, the
+/// loop variables in order (the form `lower` gives a non-reduction stage).
+struct StageNest {
+  Stmt stmt;
+  std::vector<const ForNode*> loops;
+  const StoreNode* store = nullptr;
+};
+std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buffer& buffer);
+
+/// Removes `target` from the sequence that holds it.
+Stmt remove_statement(const Stmt& root, const Stmt& target);
+
+/// `AND` of lo <= index < hi for each dimension; the simplifier removes what ranges prove.
+Expr in_bounds(const Buffer& b, const std::vector<Expr>& indices);
+
+/// cache_write and cache_read: a local copy of the box of `buffer` that one iteration of the loop
+/// accesses, filled before the loop's body and, when `write`, copied back after it. Loops of the
+/// copies are named `<buffer>.load.<d>` and `<buffer>.store.<d>`; the copy is `<buffer>.local`.
+RewriteResult<Program> cache_box(const Program& p, const std::string& rule_text, const std::string& buffer,
+                                 const std::string& loop_ref, bool write);
+
+}  // namespace tessera
