@@ -10,50 +10,6 @@ namespace tessera {
 
 namespace {
 
-// Redirects loads and stores of `from` to `to` with indices shifted by -offset.
-class Redirect : public StmtMutator {
- public:
-  Redirect(const Buffer& from, const Buffer& to, std::vector<Expr> offset)
-      : from_(from), to_(to), offset_(std::move(offset)) {}
-
- protected:
-  std::vector<Expr> shift(const std::vector<Expr>& idx) const {
-    std::vector<Expr> out;
-    for (size_t d = 0; d < idx.size(); ++d) out.push_back(simplify(idx[d] - offset_[d]));
-    return out;
-  }
-  class Loads : public ExprMutator {
-   public:
-    explicit Loads(const Redirect& r) : r_(r) {}
-
-   protected:
-    using ExprMutator::visit_;
-    Expr visit_(const LoadNode& n, const Expr& self) override {
-      Expr e = ExprMutator::visit_(n, self);
-      const auto* load = e.as<LoadNode>();
-      return load->buffer == r_.from_ ? make_load(r_.to_, r_.shift(load->indices)) : e;
-    }
-
-   private:
-    const Redirect& r_;
-  };
-  Expr mutate_expr(const Expr& e) override {
-    Loads l(*this);
-    return l.visit(e);
-  }
-  Stmt visit_(const StoreNode& n, const Stmt& self) override {
-    Stmt s = StmtMutator::visit_(n, self);
-    const auto* store = s.as<StoreNode>();
-    return store->buffer == from_ ? make_store(to_, shift(store->indices), store->value) : s;
-  }
-  using StmtMutator::visit_;
-
- private:
-  const Buffer& from_;
-  const Buffer& to_;
-  std::vector<Expr> offset_;
-};
-
 // A nest over the box copying between the buffer and its cache, guarded to the buffer's bounds.
 Stmt copy_nest(const Buffer& global, const Buffer& local, const std::vector<Expr>& offset, bool into_local,
                const std::string& loop_prefix) {
@@ -95,9 +51,8 @@ RewriteResult<Program> cache_box(const Program& p, const std::string& text, cons
   Buffer local = make_buffer(local_name, buffer->dtype, box.extent);
   std::vector<Expr> offset;
   for (size_t d = 0; d < box.base.size(); ++d) offset.push_back(simplify(box.base[d] + make_int(box.lo[d])));
-  Redirect redirect(buffer, local, offset);
   std::vector<Stmt> parts{copy_nest(buffer, local, offset, true, stage + ".load")};
-  parts.push_back(redirect.visit(at->body));
+  parts.push_back(redirect_buffer(at->body, buffer, local, offset));
   if (write) parts.push_back(copy_nest(buffer, local, offset, false, stage + ".store"));
   Stmt new_body = make_allocate(local, make_seq(parts));
 

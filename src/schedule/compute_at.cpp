@@ -79,23 +79,30 @@ class BuffersLoaded : public StmtVisitor {
   }
 };
 
-// Prepends `nest` to the body of the loop named `name`.
+// Prepends `nest` to the body of the loop named `name`, and gives the stage storage of its own
+// inside the loop: just the box one iteration uses, at indices shifted by `offset`. Each
+// iteration then owns its copy (so the loop can still run in parallel) and it stays in cache.
 class PrependToLoop : public StmtMutator {
  public:
-  PrependToLoop(const std::string& name, Stmt nest) : name_(name), nest_(std::move(nest)) {}
+  PrependToLoop(const std::string& name, Stmt nest, const Buffer& global, Buffer local, std::vector<Expr> offset)
+      : name_(name), nest_(std::move(nest)), global_(global), local_(std::move(local)), offset_(std::move(offset)) {}
   bool done = false;
 
  protected:
   Stmt visit_(const ForNode& n, const Stmt& self) override {
     if (n.var.name() != name_) return StmtMutator::visit_(n, self);
     done = true;
-    return make_for(n.var, n.min, n.extent, n.for_kind, make_seq({nest_, n.body}));
+    Stmt body = redirect_buffer(make_seq({nest_, n.body}), global_, local_, offset_);
+    return make_for(n.var, n.min, n.extent, n.for_kind, make_allocate(local_, body));
   }
   using StmtMutator::visit_;
 
  private:
   const std::string& name_;
   Stmt nest_;
+  const Buffer& global_;
+  Buffer local_;
+  std::vector<Expr> offset_;
 };
 
 }  // namespace
@@ -155,8 +162,10 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref
       const ForNode* l = nest.loops[d];
       body = make_for(l->var, box.base[d] + make_int(box.lo[d]), box.extent[d], l->for_kind, body);
     }
-    Stmt without = remove_statement(p.body, nest.stmt);
-    PrependToLoop insert(ref.name, body);
+    Stmt without = remove_allocation(remove_statement(p.body, nest.stmt), buffer);
+    std::vector<Expr> offset;
+    for (size_t d = 0; d < box.base.size(); ++d) offset.push_back(simplify(box.base[d] + make_int(box.lo[d])));
+    PrependToLoop insert(ref.name, body, buffer, make_buffer(stage, buffer->dtype, box.extent), offset);
     Stmt result = insert.visit(without);
     if (!insert.done) return fail("loop " + ref.name + " is inside stage " + stage);
     Program out = p;

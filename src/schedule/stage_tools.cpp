@@ -147,6 +147,50 @@ class StatementRemover : public StmtMutator {
   const Stmt& target_;
 };
 
+// Redirects loads and stores of `from` to `to` with indices shifted by -offset.
+class Redirect : public StmtMutator {
+ public:
+  Redirect(const Buffer& from, const Buffer& to, std::vector<Expr> offset)
+      : from_(from), to_(to), offset_(std::move(offset)) {}
+
+ protected:
+  std::vector<Expr> shift(const std::vector<Expr>& idx) const {
+    std::vector<Expr> out;
+    for (size_t d = 0; d < idx.size(); ++d) out.push_back(simplify(idx[d] - offset_[d]));
+    return out;
+  }
+  class Loads : public ExprMutator {
+   public:
+    explicit Loads(const Redirect& r) : r_(r) {}
+
+   protected:
+    using ExprMutator::visit_;
+    Expr visit_(const LoadNode& n, const Expr& self) override {
+      Expr e = ExprMutator::visit_(n, self);
+      const auto* load = e.as<LoadNode>();
+      return load->buffer == r_.from_ ? make_load(r_.to_, r_.shift(load->indices)) : e;
+    }
+
+   private:
+    const Redirect& r_;
+  };
+  Expr mutate_expr(const Expr& e) override {
+    Loads l(*this);
+    return l.visit(e);
+  }
+  Stmt visit_(const StoreNode& n, const Stmt& self) override {
+    Stmt s = StmtMutator::visit_(n, self);
+    const auto* store = s.as<StoreNode>();
+    return store->buffer == from_ ? make_store(to_, shift(store->indices), store->value) : s;
+  }
+  using StmtMutator::visit_;
+
+ private:
+  const Buffer& from_;
+  const Buffer& to_;
+  std::vector<Expr> offset_;
+};
+
 }  // namespace
 
 Buffer find_buffer(const Program& p, const std::string& name) {
@@ -249,6 +293,28 @@ std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buf
 Stmt remove_statement(const Stmt& root, const Stmt& target) {
   StatementRemover r(target);
   return r.visit(root);
+}
+
+Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to, const std::vector<Expr>& offset) {
+  Redirect r(from, to, offset);
+  return r.visit(s);
+}
+
+Stmt remove_allocation(const Stmt& s, const Buffer& buffer) {
+  class Remover : public StmtMutator {
+   public:
+    explicit Remover(const Buffer& b) : buffer_(b) {}
+
+   protected:
+    Stmt visit_(const AllocateNode& n, const Stmt& self) override {
+      return n.buffer == buffer_ ? visit(n.body) : StmtMutator::visit_(n, self);
+    }
+    using StmtMutator::visit_;
+
+   private:
+    const Buffer& buffer_;
+  } remover(buffer);
+  return remover.visit(s);
 }
 
 Expr in_bounds(const Buffer& b, const std::vector<Expr>& indices) {

@@ -47,6 +47,11 @@ std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buf
 /// Removes `target` from the sequence that holds it.
 Stmt remove_statement(const Stmt& root, const Stmt& target);
 
+/// Loads and stores of `from` become accesses of `to` at index - offset.
+Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to, const std::vector<Expr>& offset);
+/// Drops the allocation of `buffer` (keeping its body).
+Stmt remove_allocation(const Stmt& s, const Buffer& buffer);
+
 /// `AND` of lo <= index < hi for each dimension; the simplifier removes what ranges prove.
 Expr in_bounds(const Buffer& b, const std::vector<Expr>& indices);
 
