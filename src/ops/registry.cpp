@@ -4,7 +4,9 @@
 #include <algorithm>
 
 #include "lower/lower.h"
+#include "ops/image.h"
 #include "ops/nn.h"
+#include "ops/separate_filter.h"
 #include "ops/workload.h"
 #include "te/error.h"
 
@@ -142,6 +144,34 @@ OpInstance build_relu(const Workload& w) {
   return op;
 }
 
+// separate=1 applies the te-level rewrite before lowering, so strategies schedule two passes.
+OpInstance build_blur2d(const Workload& w) {
+  int64_t h = positive(w, "H"), wd = positive(w, "W"), separate = w.get("separate");
+  if (h < 3 || wd < 3) throw_error("blur2d: the image must be at least 3x3, got {}x{}", h, wd);
+  if (separate != 0 && separate != 1) throw_error("blur2d: separate must be 0 or 1");
+  Tensor in = placeholder({h, wd}, DType::kFloat32, "in");
+  TensorProgram tp{"blur2d", {in, blur2d(in, binomial_weights(), "out")}};
+  if (separate) {
+    Weights1D v = binomial_weights_1d();
+    RewriteResult<TensorProgram> r = separate_filter("out", v, v)(tp);
+    if (!r) throw_error("{}", r.message());
+    tp = r.program();
+  }
+  int64_t oh = h - 2, ow = wd - 2;
+  OpInstance op{tp.args, lower(tp.name, tp.args), 17.0 * oh * ow, 9, nullptr};
+  op.reference = [=](Arrays& x) {
+    Weights3x3 k = binomial_weights();
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t xx = 0; xx < ow; ++xx) {
+        double acc = 0;
+        for (int dy = 0; dy < 3; ++dy)
+          for (int dx = 0; dx < 3; ++dx) acc += x[0][(y + dy) * wd + xx + dx] * k[dy][dx];
+        x[1][y * ow + xx] = acc;
+      }
+  };
+  return op;
+}
+
 }  // namespace
 
 const std::vector<OpDef>& op_registry() {
@@ -157,6 +187,10 @@ const std::vector<OpDef>& op_registry() {
        build_conv2d_bias_relu},
       {"add", {"M", "N"}, "C = A + B elementwise, float32", build_add},
       {"relu", {"M", "N"}, "B = max(A, 0) elementwise, float32", build_relu},
+      {"blur2d",
+       {"H", "W", "separate"},
+       "3x3 binomial blur of in[H,W] into out[H-2,W-2], float32; separate=1: two 1-D passes",
+       build_blur2d},
   };
   return registry;
 }

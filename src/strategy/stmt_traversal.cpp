@@ -1,6 +1,8 @@
 #include "strategy/stmt_traversal.h"
 
 #include "tir/printer.h"
+#include "tir/simplify.h"
+#include "tir/stmt_functor.h"
 #include "tir/structural_equal.h"
 
 namespace tessera {
@@ -97,6 +99,33 @@ StmtStrategy is_loop(const std::string& name) {
                         if (f && f->var.name() == name) return RewriteResult<Stmt>::success(s);
                         return RewriteResult<Stmt>::not_applicable(text, "not loop " + name);
                       }));
+}
+
+StmtStrategy inline_unit_loop() {
+  return StmtStrategy("inline_unit_loop", StmtStrategy::RuleFn([](const Stmt& s) {
+                        const auto* f = s.as<ForNode>();
+                        if (!f || f->extent != 1 || f->for_kind != ForKind::kSerial) {
+                          return RewriteResult<Stmt>::not_applicable(
+                              "inline_unit_loop", "not a serial loop of one iteration");
+                        }
+                        return RewriteResult<Stmt>::success(
+                            simplify(substitute(f->body, {{f->var.get(), f->min}})));
+                      }));
+}
+
+Strategy<Program> body(StmtStrategy s) {
+  return Strategy<Program>(
+      "body(" + s.text() + ")",
+      Strategy<Program>::ComposedFn([s](const Program& p, RewriteStats* st) {
+        RewriteResult<Stmt> r = s(p.body, st);
+        if (r.kind() == RewriteResult<Stmt>::Kind::kInternalError) {
+          return RewriteResult<Program>::internal_error(r.strategy(), r.reason());
+        }
+        if (!r) return RewriteResult<Program>::not_applicable(r.strategy(), r.reason());
+        Program out = p;
+        out.body = std::move(r).program();
+        return RewriteResult<Program>::success(std::move(out));
+      }));
 }
 
 }  // namespace tessera

@@ -5,6 +5,7 @@
 
 #include "strategy/strategy.h"
 #include "strategy/traversal.h"
+#include "tir/program.h"
 #include "tir/stmt.h"
 
 namespace tessera {
@@ -34,5 +35,13 @@ StmtStrategy unroll_loop_here();
 StmtStrategy vectorize_loop_here();
 /// Predicate: succeeds unchanged iff the root is a loop named `name`.
 StmtStrategy is_loop(const std::string& name);
+
+/// At the root: `for v in (e)..+1 { body }` (serial) -> body with v replaced by e, simplified.
+/// compute_at leaves such loops where one iteration needs one row; without them a store's index
+/// says directly which outer iteration writes it (what `parallel` needs to prove rows disjoint).
+StmtStrategy inline_unit_loop();
+
+/// Elevate's `body(s)` for loop programs: s on the program's statement.
+Strategy<Program> body(StmtStrategy s);
 
 }  // namespace tessera

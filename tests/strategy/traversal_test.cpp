@@ -243,5 +243,32 @@ TEST(StmtTraversal, Predicates) {
   EXPECT_TRUE(not_(contains(j_loop))(j_loop.as<ForNode>()->body).ok());
 }
 
+TEST(StmtTraversal, InlineUnitLoopInProgramBody) {
+  Program p = parse_program(R"(program p(A: float32[4, 8]) -> (B: float32[4, 8]) {
+  for y in 0..4 {
+    for vy in (y)..+1 {
+      B[vy, 0] = A[vy, 0]
+    }
+    for x in 0..1 {
+      B[y, x + 1] = A[y, x]
+    }
+  }
+}
+)");
+  Strategy<Program> s = body(normalize(inline_unit_loop()));
+  EXPECT_EQ(s.text(), "body(normalize(inline_unit_loop))");
+  RewriteResult<Program> r = s(p);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(print_program(r.program()), R"(program p(A: float32[4, 8]) -> (B: float32[4, 8]) {
+  for y in 0..4 {
+    B[y, 0] = A[y, 0]
+    B[y, 1] = A[y, 0]
+  }
+}
+)");
+  RewriteResult<Program> none = body(top_down(inline_unit_loop()))(r.program());
+  EXPECT_EQ(none.message(), "top_down(inline_unit_loop): inline_unit_loop applies nowhere");
+}
+
 }  // namespace
 }  // namespace tessera
