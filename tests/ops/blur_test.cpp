@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "lower/lower.h"
+#include "ops/blur_schedules.h"
 #include "ops/evaluate.h"
 #include "ops/nn.h"
 #include "ops/separate_filter.h"
+#include "schedule/strategy_parser.h"
+#include "strategy/stmt_traversal.h"
 #include "test_util.h"
 #include "tir/printer.h"
 
@@ -156,6 +159,48 @@ TEST(SeparateFilter, RebuildsConsumers) {
   // The name of the new stage must be free.
   EXPECT_NE(failure(separate_filter("blur", v, v, "in")(p)).find("a tensor named in exists"),
             std::string::npos);
+}
+
+RewriteResult<Program> scheduled(const OpInstance& op, const char* strategy) {
+  return parse_strategy(strategy)(op.program);
+}
+
+TEST(BlurSchedules, MatchTheReference) {
+  struct Case {
+    int separate;
+    const char* strategy;
+  };
+  for (const Case& c : {Case{0, kBlur2dSchedule}, Case{1, kBlurTwoPassSchedule},
+                        Case{1, kBlurScanlineSchedule}, Case{1, "compute_at(vert, y)"}}) {
+    for (auto [h, w] : {std::pair<int64_t, int64_t>{7, 9}, {3, 3}, {9, 20}}) {
+      std::string wl = fmt::format("blur2d:H={},W={},separate={}", h, w, c.separate);
+      SCOPED_TRACE(wl + " with " + c.strategy);
+      OpInstance op = instantiate(parse_workload(wl));
+      RewriteResult<Program> r = scheduled(op, c.strategy);
+      ASSERT_TRUE(r.ok()) << r.message();
+      EXPECT_TRUE(testing::interpreter_matches_reference(op, r.program(), 4));
+      EvaluateParams params;
+      params.time = false;
+      params.threads = 2;
+      Evaluation ev = evaluate(op, r.program(), params);
+      EXPECT_TRUE(ev.correct) << ev.mismatch << "\n" << ev.code;
+    }
+  }
+}
+
+TEST(BlurSchedules, ScanlineKeepsOneRowPerThread) {
+  OpInstance op = instantiate(parse_workload("blur2d:H=7,W=9,separate=1"));
+  RewriteResult<Program> r = scheduled(op, kBlurScanlineSchedule);
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::string text = print_program(r.program());
+  EXPECT_NE(text.find("  parallel for y in 0..5 {\n    alloc vert: float32[1, 9] {"),
+            std::string::npos)
+      << text;
+  // The extent-1 loop compute_at leaves can be inlined by a Stmt traversal on the body.
+  RewriteResult<Program> inlined = body(normalize(inline_unit_loop()))(r.program());
+  ASSERT_TRUE(inlined.ok());
+  EXPECT_EQ(print_program(inlined.program()).find("for vy"), std::string::npos);
+  EXPECT_TRUE(testing::interpreter_matches_reference(op, inlined.program(), 5));
 }
 
 }  // namespace
