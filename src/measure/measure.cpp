@@ -1,0 +1,94 @@
+#include "measure/measure.h"
+
+#include <chrono>
+
+#include "codegen/codegen_c.h"
+#include "ops/workload.h"
+#include "schedule/strategy_parser.h"
+#include "te/dtype.h"
+
+namespace tessera {
+
+namespace {
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Fills the canonical names and returns the C source, or sets an instantiation error.
+std::optional<std::string> instantiate_candidate(const MeasureInput& in, MeasureResult& r) {
+  r.workload = in.workload;
+  r.strategy = in.strategy;
+  try {
+    Workload w = parse_workload(in.workload);
+    r.workload = w.text();
+    OpInstance op = instantiate(w);
+    r.flops = op.flops;
+    if (!op.program.outputs.empty()) r.dtype = dtype_name(op.program.outputs.front()->dtype);
+    ProgramStrategy s = parse_strategy(in.strategy);
+    r.strategy = s.text();
+    RewriteResult<Program> rewritten = s(op.program);
+    if (!rewritten) {
+      r.error = ErrorKind::kInstantiation;
+      r.message = rewritten.message();
+      return std::nullopt;
+    }
+    if (in.c_source) return *in.c_source;
+    return codegen_c(rewritten.program());
+  } catch (const std::exception& e) {
+    r.error = ErrorKind::kInstantiation;
+    r.message = e.what();
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Measurer::Measurer(MeasureParams params)
+    : builder_(std::move(params.build)),
+      runner_(std::move(params.run)),
+      target_(detect_target(builder_.params().compile)) {}
+
+std::vector<MeasureResult> Measurer::measure(const std::vector<MeasureInput>& inputs,
+                                             const ProgressFn& progress) {
+  std::vector<MeasureResult> results(inputs.size());
+  std::vector<std::string> sources;
+  std::vector<size_t> source_of;  // result index of each source
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (auto code = instantiate_candidate(inputs[i], results[i])) {
+      sources.push_back(std::move(*code));
+      source_of.push_back(i);
+    }
+  }
+  std::vector<BuildResult> built = builder_.build(sources, progress);
+
+  std::vector<RunInput> runs;
+  std::vector<size_t> run_of;
+  for (size_t s = 0; s < built.size(); ++s) {
+    MeasureResult& r = results[source_of[s]];
+    r.build_seconds = built[s].seconds;
+    if (built[s].error != ErrorKind::kOk) {
+      r.error = built[s].error;
+      r.message = built[s].message;
+      continue;
+    }
+    runs.push_back({r.workload, built[s].library, "tsr_main"});
+    run_of.push_back(source_of[s]);
+  }
+  for (size_t k = 0; k < runs.size(); ++k) {
+    RunResult rr = runner_.run(runs[k]);
+    MeasureResult& r = results[run_of[k]];
+    r.error = rr.error;
+    r.message = rr.message;
+    r.timing = rr.timing;
+    r.run_seconds = rr.seconds;
+    if (progress) progress("run", k + 1, runs.size());
+  }
+  const int64_t stamp = now_ms();
+  for (MeasureResult& r : results) r.timestamp_ms = stamp;
+  return results;
+}
+
+}  // namespace tessera

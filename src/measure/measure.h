@@ -1,0 +1,68 @@
+/// Measuring candidates end to end: (workload, strategy) -> instantiate, apply the strategy,
+/// generate C, build (in parallel), run in a worker (one at a time), one MeasureResult each.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "measure/builder.h"
+#include "measure/error_kind.h"
+#include "measure/runner.h"
+#include "measure/target.h"
+#include "measure/timing.h"
+
+namespace tessera {
+
+struct MeasureInput {
+  std::string workload;  // `op:key=value,...`
+  std::string strategy;  // strategy text, e.g. `split(i, 32) ; vectorize(i.inner)`
+  /// Hand-written C to build and run instead of the code generated from the strategy (which is
+  /// still recorded as given): for measuring a kernel written by hand, and for tests that need
+  /// kernels which crash, hang or compute the wrong thing.
+  std::optional<std::string> c_source;
+};
+
+struct MeasureResult {
+  std::string workload;  // canonical text when it parses, else as given
+  std::string strategy;  // canonical text when it parses, else as given
+  std::string dtype;     // element type of the workload's output ("float32"); "" if unknown
+  ErrorKind error = ErrorKind::kOk;
+  std::string message;  // empty when ok
+  TimingResult timing;  // every repeat (empty unless ok) and the statistics
+  double flops = 0;     // of one run of the workload
+  double build_seconds = 0;
+  double run_seconds = 0;    // wall time in the runner: load, check and timing protocol
+  int64_t timestamp_ms = 0;  // Unix time when the measurement finished
+
+  double gflops() const { return timing.median > 0 ? flops / timing.median * 1e-9 : 0; }
+};
+
+struct MeasureParams {
+  BuildParams build;
+  RunParams run;
+};
+
+class Measurer {
+ public:
+  explicit Measurer(MeasureParams params = {});
+
+  /// Measures a batch: builds all, then runs the built ones one after another. Results in input
+  /// order; failures are results, never exceptions. progress(stage, done, total) reports
+  /// "build" and "run" stages.
+  std::vector<MeasureResult> measure(const std::vector<MeasureInput>& inputs,
+                                     const ProgressFn& progress = nullptr);
+
+  /// The fingerprint of this machine and compiler that results belong to.
+  const Target& target() const { return target_; }
+  Builder& builder() { return builder_; }
+  Runner& runner() { return runner_; }
+
+ private:
+  Builder builder_;
+  Runner runner_;
+  Target target_;
+};
+
+}  // namespace tessera
