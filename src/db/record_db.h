@@ -1,0 +1,85 @@
+/// Tuning records in an SQLite file: workloads, targets (machine fingerprints), configurations
+/// and results. Appends are one transaction per batch; nothing is ever overwritten.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/sqlite.h"
+#include "measure/measure.h"
+#include "measure/target.h"
+
+namespace tessera {
+
+/// The schema version this tessera writes (see db/schema.cpp for the migrations).
+int current_schema_version();
+/// The version of tessera that writes records ("0.1.0").
+std::string tessera_version();
+/// The name `tessera db` uses when --db is not given: `tessera.db` in the current directory.
+inline constexpr const char* kDefaultDbPath = "tessera.db";
+
+struct Record {
+  MeasureResult result;
+  Target target;
+  std::string tessera_version;
+  int schema_version = 0;  // of the tessera that measured it
+
+  /// Stable hash of (workload, strategy): the configuration's key.
+  std::string config_key() const;
+  /// Stable hash of everything measured: two records with the same key are one measurement.
+  std::string key() const;
+};
+
+struct RecordQuery {
+  std::string workload;    // canonical text; empty: all
+  std::string target_key;  // Target::key(); empty: all
+  bool only_ok = false;
+  int64_t limit = -1;  // most recent first when limited; otherwise in insertion order
+};
+
+struct DbStats {
+  int schema_version = 0;
+  int64_t workloads = 0, targets = 0, configs = 0, results = 0;
+  std::map<std::string, int64_t> results_by_error;  // error kind name -> count
+};
+
+class RecordDb {
+ public:
+  enum class Mode { kReadOnly, kReadWrite };
+
+  /// kReadWrite creates the file on first use and migrates an older schema. An existing file is
+  /// first checked read-only (SQLite header, `PRAGMA quick_check`, application id, schema
+  /// version): a corrupt, truncated, foreign or newer file gives tessera::Error with a one-line
+  /// message and is left exactly as it was. kReadOnly never writes the file.
+  static RecordDb open(const std::string& path, Mode mode);
+
+  /// Appends the batch in one transaction: all of it or (on any failure, or a kill) none.
+  /// Records already present (same key) are skipped; returns how many were added.
+  size_t append(const std::vector<Record>& batch);
+  /// Records for measurements of this tessera on `target`.
+  size_t append(const Target& target, const std::vector<MeasureResult>& batch);
+
+  /// The fastest correct record of `workload` on the target, if any.
+  std::optional<Record> best(const std::string& workload, const std::string& target_key);
+  /// What the DB holds, for resuming a tuning run (any number of records, zero included).
+  std::vector<Record> records(const RecordQuery& query = {});
+  DbStats stats();
+  /// Known target fingerprints, by key.
+  std::map<std::string, Target> targets();
+  const std::string& path() const { return conn_.path(); }
+
+ private:
+  explicit RecordDb(SqliteConnection conn) : conn_(std::move(conn)) {}
+  SqliteConnection conn_;
+};
+
+/// Applies the migrations from the file's PRAGMA user_version up to current_schema_version()
+/// (db/schema.cpp). Throws tessera::Error for a file of a newer schema.
+void migrate_schema(SqliteConnection& conn);
+/// The PRAGMA application_id of tessera record files ('TSRA').
+inline constexpr int64_t kApplicationId = 0x54535241;
+
+}  // namespace tessera

@@ -1,0 +1,170 @@
+// The records DB: creation on first use, batches, best, resume, duplicates, schema checks, and
+// corrupt or foreign files that are reported in one line and left exactly as they were.
+#include "db/record_db.h"
+
+#include <gtest/gtest.h>
+
+#include "db/sqlite.h"
+#include "db_test_util.h"
+#include "te/error.h"
+
+namespace tessera {
+namespace {
+
+using testing::file_bytes;
+using testing::ScratchDir;
+using testing::test_result;
+using testing::test_target;
+using testing::write_bytes;
+
+const std::string kMatmul = "matmul:M=64,N=64,K=64";
+
+TEST(RecordDb, CreatedOnFirstUseWithWalAndSchemaVersion) {
+  ScratchDir dir;
+  const std::string path = dir.file("new.db");
+  {
+    RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadWrite);
+    DbStats st = db.stats();
+    EXPECT_EQ(st.schema_version, current_schema_version());
+    EXPECT_EQ(st.results, 0);
+    EXPECT_TRUE(db.records().empty());  // resuming from an empty DB is fine
+  }
+  SqliteConnection conn(path, true);
+  EXPECT_EQ(conn.query_text("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(conn.query_int("PRAGMA application_id"), kApplicationId);
+  EXPECT_EQ(conn.query_int("PRAGMA user_version"), current_schema_version());
+}
+
+TEST(RecordDb, AppendsBestAndResume) {
+  ScratchDir dir;
+  RecordDb db = RecordDb::open(dir.file("r.db"), RecordDb::Mode::kReadWrite);
+  const Target here = test_target(), there = test_target("Other CPU");
+  EXPECT_EQ(
+      db.append(here, {test_result(kMatmul, "id", 3e-3), test_result(kMatmul, "split(i, 8)", 1e-3),
+                       test_result(kMatmul, "split(i, 4)", 0, ErrorKind::kRuntimeError),
+                       test_result("add:M=4,N=4", "id", 1e-6)}),
+      4u);
+  EXPECT_EQ(db.append(there, {test_result(kMatmul, "split(j, 8)", 0.5e-3)}), 1u);
+
+  std::optional<Record> best = db.best(kMatmul, here.key());
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->result.strategy, "split(i, 8)");
+  EXPECT_DOUBLE_EQ(best->result.timing.median, 1e-3);
+  EXPECT_EQ(best->result.timing.repeats.size(), 3u);
+  EXPECT_EQ(best->target.key(), here.key());
+  EXPECT_EQ(db.best(kMatmul, there.key())->result.strategy, "split(j, 8)");
+  EXPECT_EQ(db.best(kMatmul, "")->result.strategy, "split(j, 8)");  // any target
+  EXPECT_FALSE(db.best("matmul:M=1,N=1,K=1", here.key()));
+
+  // Resume: everything measured for a workload on this target, failures included.
+  RecordQuery q;
+  q.workload = kMatmul;
+  q.target_key = here.key();
+  std::vector<Record> mine = db.records(q);
+  ASSERT_EQ(mine.size(), 3u);
+  EXPECT_EQ(mine[2].result.error, ErrorKind::kRuntimeError);
+  EXPECT_EQ(mine[2].result.message, "runtime_error in split(i, 4)");
+  q.only_ok = true;
+  EXPECT_EQ(db.records(q).size(), 2u);
+  RecordQuery recent;
+  recent.limit = 1;
+  ASSERT_EQ(db.records(recent).size(), 1u);
+  EXPECT_EQ(db.records(recent)[0].result.strategy, "split(j, 8)");
+
+  DbStats st = db.stats();
+  EXPECT_EQ(st.workloads, 2);
+  EXPECT_EQ(st.targets, 2);
+  EXPECT_EQ(st.configs, 5);
+  EXPECT_EQ(st.results, 5);
+  EXPECT_EQ(st.results_by_error["ok"], 4);
+  EXPECT_EQ(st.results_by_error["runtime_error"], 1);
+  EXPECT_EQ(db.targets().size(), 2u);
+}
+
+TEST(RecordDb, DuplicatesAreRecognizedAndRepeatMeasurementsKept) {
+  ScratchDir dir;
+  RecordDb db = RecordDb::open(dir.file("d.db"), RecordDb::Mode::kReadWrite);
+  MeasureResult r = test_result(kMatmul, "id", 1e-3);
+  EXPECT_EQ(db.append(test_target(), {r}), 1u);
+  EXPECT_EQ(db.append(test_target(), {r, r}), 0u);
+  r.timestamp_ms += 1;  // the same configuration measured again is a new result
+  EXPECT_EQ(db.append(test_target(), {r}), 1u);
+  EXPECT_EQ(db.stats().results, 2);
+  EXPECT_EQ(db.stats().configs, 1);
+}
+
+TEST(RecordDb, ReopensAndKeepsRecordsReadOnlyNeverWrites) {
+  ScratchDir dir;
+  const std::string path = dir.file("keep.db");
+  {
+    RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadWrite);
+    db.append(test_target(), {test_result(kMatmul, "id", 1e-3)});
+  }
+  const std::string bytes = file_bytes(path);
+  {
+    RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadOnly);
+    EXPECT_EQ(db.records().size(), 1u);
+    EXPECT_THROW(db.append(test_target(), {test_result(kMatmul, "id", 2e-3)}), Error);
+  }
+  EXPECT_EQ(file_bytes(path), bytes);
+  EXPECT_THROW(RecordDb::open(dir.file("absent.db"), RecordDb::Mode::kReadOnly), Error);
+}
+
+// Opening `path` (in both modes) fails with a one-line message containing `expect`, and the
+// file's bytes do not change.
+void expect_refused(const std::string& path, const std::string& expect) {
+  const std::string bytes = file_bytes(path);
+  for (RecordDb::Mode mode : {RecordDb::Mode::kReadOnly, RecordDb::Mode::kReadWrite}) {
+    try {
+      RecordDb::open(path, mode);
+      ADD_FAILURE() << path << " opened";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(expect), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+    EXPECT_EQ(file_bytes(path), bytes);
+  }
+}
+
+TEST(RecordDb, CorruptTruncatedForeignAndNewerFilesAreRefusedUntouched) {
+  ScratchDir dir;
+  const std::string good = dir.file("good.db");
+  {
+    RecordDb db = RecordDb::open(good, RecordDb::Mode::kReadWrite);
+    std::vector<MeasureResult> batch;
+    for (int i = 0; i < 300; ++i) {
+      batch.push_back(test_result(kMatmul, "split(i, " + std::to_string(i + 1) + ")", 1e-3 + i));
+    }
+    db.append(test_target(), batch);
+    SqliteConnection(good, false).exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  const std::string bytes = file_bytes(good);
+  ASSERT_GT(bytes.size(), 8192u);
+
+  const std::string garbage = dir.file("garbage.db");
+  write_bytes(garbage, std::string(5000, 'x'));
+  expect_refused(garbage, "not an SQLite file");
+
+  const std::string truncated = dir.file("truncated.db");
+  write_bytes(truncated, bytes.substr(0, bytes.size() / 2 + 100));
+  expect_refused(truncated, "truncated.db is corrupt");
+
+  const std::string scribbled = dir.file("scribbled.db");
+  std::string s = bytes;
+  for (size_t i = 4096 + 200; i < s.size(); i += 1024) s[i] = static_cast<char>(0xA5);
+  write_bytes(scribbled, s);
+  expect_refused(scribbled, "scribbled.db is corrupt");
+
+  const std::string foreign = dir.file("foreign.db");
+  SqliteConnection(foreign, false).exec("CREATE TABLE t(x); INSERT INTO t VALUES (1)");
+  expect_refused(foreign, "not a tessera records database");
+
+  const std::string newer = dir.file("newer.db");
+  write_bytes(newer, bytes);
+  SqliteConnection(newer, false).exec("PRAGMA user_version = 999");
+  expect_refused(newer, "newer than this tessera");
+}
+
+}  // namespace
+}  // namespace tessera
