@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/db_command.h"
 #include "ops/evaluate.h"
 #include "ops/workload.h"
 #include "schedule/strategy_parser.h"
@@ -148,11 +149,13 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--no-check", run.no_check, "Skip the comparison with the naive reference");
 
   app.add_subcommand("ops", "List the operators and their workload keys");
+  auto db_commands = add_db_commands(app);
 
   if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "run" &&
-      std::string(argv[1]) != "ops") {
+      std::string(argv[1]) != "ops" && std::string(argv[1]) != "db" &&
+      std::string(argv[1]) != "measure") {
     std::cerr << "tessera: error: unknown command '" << argv[1]
-              << "' (commands: run, ops; see --help)\n";
+              << "' (commands: run, ops, db, measure; see --help)\n";
     return 2;
   }
   try {
@@ -166,5 +169,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (run_cmd->parsed()) return run_command(run);
+  if (std::optional<int> code = run_db_commands(*db_commands)) return *code;
   return ops_command();
 }
