@@ -40,6 +40,7 @@ RewriteResult<Program> cache_box(const Program& p, const std::string& text, cons
   if (!buffer) return fail("no buffer named " + stage);
   const ForNode* at = find_loop(p, ref.name);
   if (!at) return fail("no loop named " + ref.name);
+  if (allocated_inside(at->body, buffer)) return fail(fmt::format("{} is allocated inside {}", stage, ref.name));
   auto box_or = access_box(*at, buffer, true, write);
   if (auto* why = std::get_if<std::string>(&box_or)) return fail(*why);
   const AccessBox& box = std::get<AccessBox>(box_or);

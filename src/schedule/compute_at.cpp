@@ -132,6 +132,7 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref
     if (inside.loads == 0) return fail(fmt::format("the body of {} does not read {}", ref.name, stage));
     if (inside.loads != everywhere.loads) return fail(fmt::format("{} is also read outside {}", stage, ref.name));
 
+    if (allocated_inside(at->body, buffer)) return fail(fmt::format("{} is allocated inside {}", stage, ref.name));
     auto box_or = access_box(*at, buffer, true, false);
     if (auto* why = std::get_if<std::string>(&box_or)) return fail(*why);
     const AccessBox& box = std::get<AccessBox>(box_or);

@@ -295,6 +295,26 @@ Stmt remove_statement(const Stmt& root, const Stmt& target) {
   return r.visit(root);
 }
 
+bool allocated_inside(const Stmt& s, const Buffer& buffer) {
+  class Finder : public StmtVisitor {
+   public:
+    explicit Finder(const Buffer& b) : buffer_(b) {}
+    bool found = false;
+
+   protected:
+    void visit_(const AllocateNode& n, const Stmt& self) override {
+      found |= n.buffer == buffer_;
+      StmtVisitor::visit_(n, self);
+    }
+    using StmtVisitor::visit_;
+
+   private:
+    const Buffer& buffer_;
+  } finder(buffer);
+  finder.visit(s);
+  return finder.found;
+}
+
 Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to, const std::vector<Expr>& offset) {
   Redirect r(from, to, offset);
   return r.visit(s);

@@ -47,6 +47,8 @@ std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buf
 /// Removes `target` from the sequence that holds it.
 Stmt remove_statement(const Stmt& root, const Stmt& target);
 
+/// True if `buffer` is allocated somewhere inside `s` (it does not exist around `s`).
+bool allocated_inside(const Stmt& s, const Buffer& buffer);
 /// Loads and stores of `from` become accesses of `to` at index - offset.
 Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to, const std::vector<Expr>& offset);
 /// Drops the allocation of `buffer` (keeping its body).

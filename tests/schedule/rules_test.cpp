@@ -5,6 +5,7 @@
 #include <random>
 
 #include "schedule/loop_tools.h"
+#include "schedule/random_rules.h"
 #include "schedule/strategy_parser.h"
 #include "test_util.h"
 #include "tir/printer.h"
@@ -139,50 +140,33 @@ TEST(Rules, SplitThenFuseIndicesStayClean) {
       << print_program(p);
 }
 
-// Random compositions of rules on random loops: each step either refuses or keeps the result.
+// A few hundred random compositions of all rules on random loops and buffers: each step either
+// refuses or keeps the operator's result (checked with the interpreter against the reference).
 TEST(Rules, RandomCompositionsPreserveSemantics) {
   std::mt19937 rng(2024);
-  const char* workloads[] = {"matmul:M=7,N=12,K=5", "conv2d:N=1,C=2,H=6,W=6,O=3,K=3,S=2,P=1",
-                             "add:M=3,N=10", "conv2d_bias_relu:N=1,C=2,H=4,W=5,O=2,K=3,S=1,P=1"};
-  int applied = 0;
-  for (int trial = 0; trial < 60; ++trial) {
-    OpInstance op = instantiate(parse_workload(workloads[trial % 4]));
+  const char* workloads[] = {"matmul:M=7,N=12,K=5", "conv2d:N=1,C=2,H=6,W=6,O=3,K=3,S=2,P=1", "add:M=3,N=10",
+                             "conv2d_bias_relu:N=1,C=2,H=4,W=5,O=2,K=3,S=1,P=1", "matmul:M=1,N=9,K=4"};
+  int applied = 0, refused = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    OpInstance op = instantiate(parse_workload(workloads[trial % 5]));
     Program p = op.program;
-    std::string history;
+    std::string history = "id";
     for (int step = 0; step < 6; ++step) {
-      std::vector<std::string> loops = loop_names(p);
-      auto pick = [&] { return loops[rng() % loops.size()]; };
-      ProgramStrategy s = id<Program>();
-      switch (rng() % 6) {
-        case 0:
-          s = split(pick(), 1 + rng() % 6);
-          break;
-        case 1:
-          s = reorder({pick(), pick()});
-          break;
-        case 2:
-          s = fuse(pick(), pick());
-          break;
-        case 3:
-          s = vectorize(pick());
-          break;
-        case 4:
-          s = unroll(pick());
-          break;
-        case 5:
-          s = parallel(pick());
-          break;
-      }
+      ProgramStrategy s = random_rule(p, rng);
       RewriteResult<Program> r = s(p);
-      ASSERT_NE(r.kind(), RewriteResult<Program>::Kind::kInternalError) << r.message();
-      if (!r) continue;
-      history += s.text() + " ; ";
+      ASSERT_NE(r.kind(), RewriteResult<Program>::Kind::kInternalError) << history << " ; " << r.message();
+      if (!r) {
+        ++refused;
+        continue;
+      }
+      history += " ; " + s.text();
       p = r.program();
       ++applied;
     }
-    EXPECT_TRUE(testing::interpreter_matches_reference(op, p, trial)) << history;
+    ASSERT_TRUE(testing::interpreter_matches_reference(op, p, trial)) << workloads[trial % 5] << ": " << history;
   }
-  EXPECT_GT(applied, 100);
+  EXPECT_GT(applied, 500);
+  EXPECT_GT(refused, 100);
 }
 
 }  // namespace
