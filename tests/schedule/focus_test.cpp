@@ -17,7 +17,7 @@ TEST(LoopNormalForm, GuardsSinkToTheStatementTheyProtect) {
   RewriteResult<Program> r = loop_normal_form()(split_i);
   ASSERT_TRUE(r.ok()) << r.message();
   std::string after = print_program(r.program());
-  EXPECT_NE(after.find("for k in 0..3 {\n            if (i.outer*3 + i.inner < 7) {\n              C[i.outer*3"),
+  EXPECT_NE(after.find("for k in 0..3 {\n          if (i.outer*3 + i.inner < 7) {\n            C[i.outer*3"),
             std::string::npos)
       << after;
   EXPECT_TRUE(testing::interpreter_matches_reference(op, r.program()));
