@@ -68,7 +68,7 @@ TEST(ExprTraversal, WholeTree) {
   EXPECT_EQ(apply(try_all(fold), "x*y"), "x*y");
   EXPECT_EQ(apply(normalize(fold), "((x + 0) + 2*3)*1"), "x + 6");
   EXPECT_EQ(apply(normalize(fold), "x"), "x");
-  // Reductions traverse their source; casts and loads their operands.
+  // A cast is traversed into its operand.
   EXPECT_EQ(apply(top_down(fold), "float32(x*1)"), "float32(x)");
 }
 
