@@ -48,12 +48,14 @@ TimingResult time_kernel(const std::function<void()>& run, const std::function<v
   int64_t number = params.number;
   const double min_seconds = params.min_repeat_ms / 1000;
   if (min_seconds > 0) {
-    // One calibration round; a kernel that takes long already has number = params.number.
-    const double t = elapsed_seconds(run, number);
-    if (t < min_seconds) {
+    // Grow `number` until one round of it lasts min_repeat_ms; a kernel that takes that long
+    // already keeps params.number. Each step aims 10% past the target from the measured rate.
+    for (int round = 0; round < 30; ++round) {
+      const double t = elapsed_seconds(run, number);
+      if (t >= min_seconds) break;
       const double per_run = std::max(t / static_cast<double>(number), 1e-9);
-      number =
-          std::max<int64_t>(number, static_cast<int64_t>(std::ceil(min_seconds * 1.1 / per_run)));
+      const double want = std::ceil(min_seconds * 1.1 / per_run);
+      number = std::max(number + 1, static_cast<int64_t>(std::min(want, 1e12)));
     }
   }
 

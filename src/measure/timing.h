@@ -29,10 +29,10 @@ struct TimingResult {
 /// Fills mean/median/std of `repeats` per the protocol (drop min and max when size > 2).
 TimingResult summarize_repeats(std::vector<double> repeats, int64_t number = 1);
 
-/// Runs the protocol: `warmup` calls of run(); a calibration (calls run() `number` times, and
-/// when that is shorter than min_repeat_ms raises `number` to reach it with 10% to spare; the
-/// calibration runs are not counted); then `repeat` times: flush() when flush_cache, then time
-/// `number` back-to-back calls. Seconds per run = elapsed / number.
+/// Runs the protocol: `warmup` calls of run(); a calibration when min_repeat_ms > 0 (times
+/// `number` calls; while that is shorter than min_repeat_ms, raises `number` to reach it with
+/// 10% to spare and times again; these runs are not counted); then `repeat` times: flush() when
+/// flush_cache, then time `number` back-to-back calls. Seconds per run = elapsed / number.
 TimingResult time_kernel(const std::function<void()>& run, const std::function<void()>& flush,
                          const TimingParams& params);
 

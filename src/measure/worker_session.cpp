@@ -41,6 +41,8 @@ const WorkerSession::Prepared& WorkerSession::prepare(const std::string& workloa
     }
     op.reference(ref);
     for (size_t i = p->num_inputs; i < bufs.size(); ++i) p->args[i].from_doubles(ref[i]);
+  } catch (const std::bad_alloc&) {
+    throw;  // the memory limit, not the workload: reported as a runtime error, not cached
   } catch (const std::exception& e) {
     p->error = e.what();
   }

@@ -51,7 +51,7 @@ TEST(DbKill, KilledWriterLosesAtMostTheBatchInFlight) {
   testing::ScratchDir dir;
   const std::string path = dir.file("killed.db");
   std::mt19937 rng(20240601);
-  std::uniform_int_distribution<int> delay_us(0, 120000);
+  std::uniform_int_distribution<int> delay_us(0, 100000);
   std::map<int, int> committed;  // iteration -> batches acknowledged before the kill
   const int iterations = 25;
   for (int it = 0; it < iterations; ++it) {
@@ -68,15 +68,24 @@ TEST(DbKill, KilledWriterLosesAtMostTheBatchInFlight) {
     spec.output_path = "/dev/null";
     const pid_t pid = spawn_process(spec);
     close(fds[1]);
+    // Even iterations kill at a random time after the start (the DB may not even exist yet);
+    // odd ones after the first commit of this run, so that a busy machine still kills writers
+    // in the middle of their work.
+    std::string acks;
+    char buf[4096];
+    if (it % 2 == 1) {
+      for (ssize_t n; acks.empty() && (n = read(fds[0], buf, sizeof buf)) > 0;) {
+        acks.append(buf, static_cast<size_t>(n));
+      }
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
     kill(pid, SIGKILL);
     std::optional<int> status = wait_process(pid, 0);
     ASSERT_TRUE(status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL)
         << "the writer ended before the kill: " << (status ? describe_wait_status(*status) : "");
-    std::string acks;
-    char buf[4096];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) {
       acks.append(buf, static_cast<size_t>(n));
+    }
     close(fds[0]);
     int batches = 0;
     for (char c : acks) batches += c == '\n';

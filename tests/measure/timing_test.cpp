@@ -70,13 +70,14 @@ TEST(Timing, MinRepeatMsGrowsNumberSoEachRepeatLastsLongEnough) {
   p.min_repeat_ms = 20;
   const auto sleep = [] { std::this_thread::sleep_for(std::chrono::microseconds(500)); };
   TimingResult r = time_kernel(sleep, nullptr, p);
-  // 0.5 ms (plus oversleep) per run: about 20 * 1.1 / 0.5 = 44 runs per repeat, at least 10.
-  EXPECT_GE(r.number, 10);
-  EXPECT_LE(r.number, 50);
-  for (double s : r.repeats) {
-    EXPECT_GE(s, 0.0005);
-    EXPECT_GE(s * static_cast<double>(r.number), 0.020 * 0.9);
-  }
+  // 0.5 ms (plus oversleep) per run: about 20 * 1.1 / 0.5 = 44 runs per repeat, fewer when
+  // the machine is busy and sleeps overshoot, never more.
+  EXPECT_GE(r.number, 4);
+  EXPECT_LE(r.number, 45);
+  for (double s : r.repeats) EXPECT_GE(s, 0.0005);
+  // The calibration's last round lasted min_repeat_ms; repeats of the same number do too,
+  // unless that round was slowed down (hence the margin).
+  EXPECT_GE(r.median * static_cast<double>(r.number), 0.020 * 0.5);
   // A slow kernel keeps the given number.
   p.min_repeat_ms = 1;
   p.number = 2;
