@@ -35,8 +35,10 @@ int main(int argc, char** argv) {
     std::cout << "OpenBLAS core: " << bench::openblas_core_description() << "\n\n";
 
     std::ostringstream table;
-    table << fmt::format("| version ({}) | threads | GFLOP/s | vs OpenBLAS | rewrite steps | rewrite ms | correct |\n",
-                         workload)
+    table << fmt::format(
+                 "| version ({}) | threads | GFLOP/s | vs OpenBLAS | rewrite steps | rewrite ms | "
+                 "correct |\n",
+                 workload)
           << "|---|---|---|---|---|---|---|\n";
     for (int threads : thread_counts) {
       openblas_set_num_threads(threads);
@@ -48,8 +50,8 @@ int main(int argc, char** argv) {
       auto n = static_cast<int>(size);
       Timing blas = time_function(
           [&] {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data_as<float>(), n,
-                        b.data_as<float>(), n, 0.0f, c.data_as<float>(), n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                        a.data_as<float>(), n, b.data_as<float>(), n, 0.0f, c.data_as<float>(), n);
           },
           repeat);
       double blas_gflops = op.flops / blas.median * 1e-9;
@@ -62,16 +64,20 @@ int main(int argc, char** argv) {
         params.repeat = v.name == "baseline" ? 1 : repeat;
         params.min_repeat_ms = v.name == "baseline" ? 0 : 100;
         Evaluation ev = evaluate(op, r.program(), params);
-        table << fmt::format("| {} | {} | {:.1f} | {:.3f} | {} | {:.2f} | {} |\n", v.name, threads, ev.gflops,
-                             ev.gflops / blas_gflops, stats.steps, stats.seconds * 1e3, ev.correct ? "yes" : "NO");
-        std::cerr << v.name << " (" << threads << " threads): " << fmt::format("{:.1f}", ev.gflops) << " GFLOP/s\n";
+        table << fmt::format("| {} | {} | {:.1f} | {:.3f} | {} | {:.2f} | {} |\n", v.name, threads,
+                             ev.gflops, ev.gflops / blas_gflops, stats.steps, stats.seconds * 1e3,
+                             ev.correct ? "yes" : "NO");
+        std::cerr << v.name << " (" << threads << " threads): " << fmt::format("{:.1f}", ev.gflops)
+                  << " GFLOP/s\n";
       }
-      table << fmt::format("| OpenBLAS cblas_sgemm | {} | {:.1f} | 1.000 | | | |\n", threads, blas_gflops);
+      table << fmt::format("| OpenBLAS cblas_sgemm | {} | {:.1f} | 1.000 | | | |\n", threads,
+                           blas_gflops);
     }
     std::cout << table.str();
     if (!out_path.empty()) std::ofstream(out_path) << table.str();
     std::cout << "\nstrategies:\n";
-    for (const NamedStrategy& v : gemm_versions(bn, kfactor)) std::cout << "- " << v.name << ": `" << v.strategy.text() << "`\n";
+    for (const NamedStrategy& v : gemm_versions(bn, kfactor))
+      std::cout << "- " << v.name << ": `" << v.strategy.text() << "`\n";
   } catch (const std::exception& e) {
     std::cerr << "bench_gemm_versions: error: " << e.what() << "\n";
     return 1;

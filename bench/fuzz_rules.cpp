@@ -21,20 +21,29 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   std::mt19937 rng(seed);
-  auto dim = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1)); };
+  auto dim = [&](int lo, int hi) {
+    return lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo + 1));
+  };
   int applied = 0, failures = 0;
   for (int t = 0; t < trials; ++t) {
     std::string w;
     switch (t % 4) {
-      case 0: w = fmt::format("matmul:M={},N={},K={}", dim(1, 24), dim(1, 24), dim(1, 12)); break;
+      case 0:
+        w = fmt::format("matmul:M={},N={},K={}", dim(1, 24), dim(1, 24), dim(1, 12));
+        break;
       case 1: {
         int k = dim(1, 3), p = dim(0, 2);
-        w = fmt::format("conv2d:N={},C={},H={},W={},O={},K={},S={},P={}", dim(1, 2), dim(1, 3), dim(k, 9), dim(k, 9),
-                        dim(1, 4), k, dim(1, 2), p);
+        w = fmt::format("conv2d:N={},C={},H={},W={},O={},K={},S={},P={}", dim(1, 2), dim(1, 3),
+                        dim(k, 9), dim(k, 9), dim(1, 4), k, dim(1, 2), p);
         break;
       }
-      case 2: w = fmt::format("conv2d_bias_relu:N=1,C={},H={},W={},O={},K=3,S=1,P=1", dim(1, 3), dim(3, 7), dim(3, 7), dim(1, 4)); break;
-      default: w = fmt::format("add:M={},N={}", dim(1, 20), dim(1, 40)); break;
+      case 2:
+        w = fmt::format("conv2d_bias_relu:N=1,C={},H={},W={},O={},K=3,S=1,P=1", dim(1, 3),
+                        dim(3, 7), dim(3, 7), dim(1, 4));
+        break;
+      default:
+        w = fmt::format("add:M={},N={}", dim(1, 20), dim(1, 40));
+        break;
     }
     OpInstance op = instantiate(parse_workload(w));
     Program p = op.program;
@@ -63,7 +72,8 @@ int main(int argc, char** argv) {
       }
       for (const Buffer& b : p.args()) {
         std::vector<double> v(static_cast<size_t>(b->num_elements()));
-        for (double& x : v) x = static_cast<float>(std::uniform_real_distribution<double>(-1, 1)(rng));
+        for (double& x : v)
+          x = static_cast<float>(std::uniform_real_distribution<double>(-1, 1)(rng));
         expected.push_back(v);
       }
       actual = expected;
@@ -72,7 +82,8 @@ int main(int argc, char** argv) {
       for (size_t a = p.inputs.size(); a < actual.size(); ++a) {
         for (size_t i = 0; i < actual[a].size(); ++i) {
           if (!(std::abs(actual[a][i] - expected[a][i]) <= 1e-4 * (1 + std::abs(expected[a][i])))) {
-            throw Error(fmt::format("element {} of {}: {} vs {}", i, p.args()[a]->name, actual[a][i], expected[a][i]));
+            throw Error(fmt::format("element {} of {}: {} vs {}", i, p.args()[a]->name,
+                                    actual[a][i], expected[a][i]));
           }
         }
       }
@@ -81,6 +92,7 @@ int main(int argc, char** argv) {
       ++failures;
     }
   }
-  std::cout << fmt::format("{} compositions, {} rule applications, {} failures\n", trials, applied, failures);
+  std::cout << fmt::format("{} compositions, {} rule applications, {} failures\n", trials, applied,
+                           failures);
   return failures == 0 ? 0 : 1;
 }

@@ -27,12 +27,13 @@ void use_openblas_at_its_best(char** argv) {
     reexec(argv);
   }
   std::string core = openblas_get_corename();
-  bool avx512_core = core.find("Skylake") != std::string::npos || core.find("Cooperlake") != std::string::npos ||
+  bool avx512_core = core.find("Skylake") != std::string::npos ||
+                     core.find("Cooperlake") != std::string::npos ||
                      core.find("SapphireRapids") != std::string::npos;
   __builtin_cpu_init();
   if (avx512_core || !__builtin_cpu_supports("avx512f")) return;
-  std::cout << "OpenBLAS picked " << core << " kernels on an AVX-512 CPU; re-running with SkylakeX kernels"
-            << std::endl;
+  std::cerr << "OpenBLAS picked " << core
+            << " kernels on an AVX-512 CPU; re-running with SkylakeX kernels" << std::endl;
   setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
   setenv(kForcedMarker, core.c_str(), 1);
   reexec(argv);
@@ -40,7 +41,8 @@ void use_openblas_at_its_best(char** argv) {
 
 std::string openblas_core_description() {
   std::string core = openblas_get_corename();
-  if (const char* detected = std::getenv(kForcedMarker)) core += std::string(" (OpenBLAS itself detected ") + detected + ")";
+  if (const char* detected = std::getenv(kForcedMarker))
+    core += std::string(" (OpenBLAS itself detected ") + detected + ")";
   return core;
 }
 

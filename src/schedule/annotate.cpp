@@ -31,7 +31,8 @@ class InnerLoopFinder : public StmtVisitor {
 
 using Check = std::function<std::optional<std::string>(const LoopSite&)>;
 
-ProgramStrategy annotate(const std::string& rule, const std::string& loop_ref, ForKind kind, Check check) {
+ProgramStrategy annotate(const std::string& rule, const std::string& loop_ref, ForKind kind,
+                         Check check) {
   std::string text = fmt::format("{}({})", rule, loop_ref);
   return ProgramStrategy(text, [=](const Program& p) {
     Resolved ref = resolve_loop(p, loop_ref);

@@ -11,8 +11,8 @@ namespace tessera {
 namespace {
 
 // A nest over the box copying between the buffer and its cache, guarded to the buffer's bounds.
-Stmt copy_nest(const Buffer& global, const Buffer& local, const std::vector<Expr>& offset, bool into_local,
-               const std::string& loop_prefix) {
+Stmt copy_nest(const Buffer& global, const Buffer& local, const std::vector<Expr>& offset,
+               bool into_local, const std::string& loop_prefix) {
   std::vector<Var> vars;
   std::vector<Expr> local_idx, global_idx;
   for (size_t d = 0; d < local->shape.size(); ++d) {
@@ -31,27 +31,34 @@ Stmt copy_nest(const Buffer& global, const Buffer& local, const std::vector<Expr
 
 }  // namespace
 
-RewriteResult<Program> cache_box(const Program& p, const std::string& text, const std::string& stage,
-                                 const std::string& loop_ref, bool write) {
-  auto fail = [&](const std::string& why) { return RewriteResult<Program>::not_applicable(text, why); };
+RewriteResult<Program> cache_box(const Program& p, const std::string& text,
+                                 const std::string& stage, const std::string& loop_ref,
+                                 bool write) {
+  auto fail = [&](const std::string& why) {
+    return RewriteResult<Program>::not_applicable(text, why);
+  };
   Resolved ref = resolve_loop(p, loop_ref);
   if (!ref.ok()) return fail(ref.error);
   Buffer buffer = find_buffer(p, stage);
   if (!buffer) return fail("no buffer named " + stage);
   const ForNode* at = find_loop(p, ref.name);
   if (!at) return fail("no loop named " + ref.name);
-  if (allocated_inside(at->body, buffer)) return fail(fmt::format("{} is allocated inside {}", stage, ref.name));
+  if (allocated_inside(at->body, buffer))
+    return fail(fmt::format("{} is allocated inside {}", stage, ref.name));
   auto box_or = access_box(*at, buffer, true, write);
   if (auto* why = std::get_if<std::string>(&box_or)) return fail(*why);
   const AccessBox& box = std::get<AccessBox>(box_or);
-  if (write && box.stores == 0) return fail(fmt::format("the body of {} does not write {}", ref.name, stage));
-  if (!write && box.stores > 0) return fail(fmt::format("the body of {} writes {}; use cache_write", ref.name, stage));
+  if (write && box.stores == 0)
+    return fail(fmt::format("the body of {} does not write {}", ref.name, stage));
+  if (!write && box.stores > 0)
+    return fail(fmt::format("the body of {} writes {}; use cache_write", ref.name, stage));
   std::string local_name = stage + ".local";
   if (find_buffer(p, local_name)) return fail("a buffer named " + local_name + " exists already");
 
   Buffer local = make_buffer(local_name, buffer->dtype, box.extent);
   std::vector<Expr> offset;
-  for (size_t d = 0; d < box.base.size(); ++d) offset.push_back(simplify(box.base[d] + make_int(box.lo[d])));
+  for (size_t d = 0; d < box.base.size(); ++d)
+    offset.push_back(simplify(box.base[d] + make_int(box.lo[d])));
   std::vector<Stmt> parts{copy_nest(buffer, local, offset, true, stage + ".load")};
   parts.push_back(redirect_buffer(at->body, buffer, local, offset));
   if (write) parts.push_back(copy_nest(buffer, local, offset, false, stage + ".store"));
@@ -79,7 +86,8 @@ RewriteResult<Program> cache_box(const Program& p, const std::string& text, cons
 
 ProgramStrategy cache_write(const std::string& stage, const std::string& loop_ref) {
   std::string text = fmt::format("cache_write({}, {})", stage, loop_ref);
-  return ProgramStrategy(text, [=](const Program& p) { return cache_box(p, text, stage, loop_ref, true); });
+  return ProgramStrategy(
+      text, [=](const Program& p) { return cache_box(p, text, stage, loop_ref, true); });
 }
 
 }  // namespace tessera

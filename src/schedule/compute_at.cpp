@@ -84,8 +84,13 @@ class BuffersLoaded : public StmtVisitor {
 // iteration then owns its copy (so the loop can still run in parallel) and it stays in cache.
 class PrependToLoop : public StmtMutator {
  public:
-  PrependToLoop(const std::string& name, Stmt nest, const Buffer& global, Buffer local, std::vector<Expr> offset)
-      : name_(name), nest_(std::move(nest)), global_(global), local_(std::move(local)), offset_(std::move(offset)) {}
+  PrependToLoop(const std::string& name, Stmt nest, const Buffer& global, Buffer local,
+                std::vector<Expr> offset)
+      : name_(name),
+        nest_(std::move(nest)),
+        global_(global),
+        local_(std::move(local)),
+        offset_(std::move(offset)) {}
   bool done = false;
 
  protected:
@@ -110,12 +115,15 @@ class PrependToLoop : public StmtMutator {
 ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref) {
   std::string text = fmt::format("compute_at({}, {})", stage, loop_ref);
   return ProgramStrategy(text, [=](const Program& p) {
-    auto fail = [&](const std::string& why) { return RewriteResult<Program>::not_applicable(text, why); };
+    auto fail = [&](const std::string& why) {
+      return RewriteResult<Program>::not_applicable(text, why);
+    };
     Resolved ref = resolve_loop(p, loop_ref);
     if (!ref.ok()) return fail(ref.error);
     Buffer buffer = find_buffer(p, stage);
     if (!buffer) return fail("no buffer named " + stage);
-    if (is_argument(p, buffer)) return fail(stage + " is an argument of the program, not an intermediate stage");
+    if (is_argument(p, buffer))
+      return fail(stage + " is an argument of the program, not an intermediate stage");
     auto nest_or = find_stage_nest(p, buffer);
     if (auto* why = std::get_if<std::string>(&nest_or)) return fail(*why);
     const StageNest& nest = std::get<StageNest>(nest_or);
@@ -129,10 +137,13 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref
     LoadCounter inside(buffer), everywhere(buffer);
     inside.visit(at->body);
     everywhere.visit(p.body);
-    if (inside.loads == 0) return fail(fmt::format("the body of {} does not read {}", ref.name, stage));
-    if (inside.loads != everywhere.loads) return fail(fmt::format("{} is also read outside {}", stage, ref.name));
+    if (inside.loads == 0)
+      return fail(fmt::format("the body of {} does not read {}", ref.name, stage));
+    if (inside.loads != everywhere.loads)
+      return fail(fmt::format("{} is also read outside {}", stage, ref.name));
 
-    if (allocated_inside(at->body, buffer)) return fail(fmt::format("{} is allocated inside {}", stage, ref.name));
+    if (allocated_inside(at->body, buffer))
+      return fail(fmt::format("{} is allocated inside {}", stage, ref.name));
     auto box_or = access_box(*at, buffer, true, false);
     if (auto* why = std::get_if<std::string>(&box_or)) return fail(*why);
     const AccessBox& box = std::get<AccessBox>(box_or);
@@ -145,7 +156,8 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref
     writes.visit(p.body);
     for (const Buffer& r : reads.buffers) {
       for (const Buffer& w : writes.buffers) {
-        if (r == w && r != buffer) return fail(fmt::format("stage {} reads {}, which the program writes", stage, r->name));
+        if (r == w && r != buffer)
+          return fail(fmt::format("stage {} reads {}, which the program writes", stage, r->name));
       }
     }
 
@@ -165,8 +177,10 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref
     }
     Stmt without = remove_allocation(remove_statement(p.body, nest.stmt), buffer);
     std::vector<Expr> offset;
-    for (size_t d = 0; d < box.base.size(); ++d) offset.push_back(simplify(box.base[d] + make_int(box.lo[d])));
-    PrependToLoop insert(ref.name, body, buffer, make_buffer(stage, buffer->dtype, box.extent), offset);
+    for (size_t d = 0; d < box.base.size(); ++d)
+      offset.push_back(simplify(box.base[d] + make_int(box.lo[d])));
+    PrependToLoop insert(ref.name, body, buffer, make_buffer(stage, buffer->dtype, box.extent),
+                         offset);
     Stmt result = insert.visit(without);
     if (!insert.done) return fail("loop " + ref.name + " is inside stage " + stage);
     Program out = p;

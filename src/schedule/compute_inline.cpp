@@ -27,7 +27,8 @@ class Inliner : public StmtMutator {
       const auto* load = e.as<LoadNode>();
       if (load->buffer != buffer_) return e;
       std::vector<std::pair<const VarNode*, Expr>> map;
-      for (size_t d = 0; d < nest_.loops.size(); ++d) map.emplace_back(nest_.loops[d]->var.get(), load->indices[d]);
+      for (size_t d = 0; d < nest_.loops.size(); ++d)
+        map.emplace_back(nest_.loops[d]->var.get(), load->indices[d]);
       return substitute(nest_.store->value, map);
     }
 
@@ -56,10 +57,13 @@ class Inliner : public StmtMutator {
 ProgramStrategy compute_inline(const std::string& stage) {
   std::string text = fmt::format("compute_inline({})", stage);
   return ProgramStrategy(text, [=](const Program& p) {
-    auto fail = [&](const std::string& why) { return RewriteResult<Program>::not_applicable(text, why); };
+    auto fail = [&](const std::string& why) {
+      return RewriteResult<Program>::not_applicable(text, why);
+    };
     Buffer buffer = find_buffer(p, stage);
     if (!buffer) return fail("no buffer named " + stage);
-    if (is_argument(p, buffer)) return fail(stage + " is an argument of the program, not an intermediate stage");
+    if (is_argument(p, buffer))
+      return fail(stage + " is an argument of the program, not an intermediate stage");
     auto nest_or = find_stage_nest(p, buffer);
     if (auto* why = std::get_if<std::string>(&nest_or)) return fail(*why);
     const StageNest& nest = std::get<StageNest>(nest_or);

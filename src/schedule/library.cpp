@@ -5,14 +5,15 @@
 namespace tessera {
 
 ProgramStrategy named(const std::string& text, const ProgramStrategy& body) {
-  return ProgramStrategy(text, ProgramStrategy::ComposedFn([body](const Program& p, RewriteStats* stats) {
-                           return body(p, stats);
-                         }));
+  return ProgramStrategy(
+      text, ProgramStrategy::ComposedFn(
+                [body](const Program& p, RewriteStats* stats) { return body(p, stats); }));
 }
 
 ProgramStrategy tile(const std::string& x, const std::string& y, int64_t fx, int64_t fy) {
   return named(fmt::format("tile({}, {}, {}, {})", x, y, fx, fy),
-               split(x, fx) >> split(y, fy) >> reorder({x + ".outer", y + ".outer", x + ".inner", y + ".inner"}));
+               split(x, fx) >> split(y, fy) >>
+                   reorder({x + ".outer", y + ".outer", x + ".inner", y + ".inner"}));
 }
 
 ProgramStrategy tile_nd(const std::vector<std::string>& loops, const std::vector<int64_t>& sizes) {
@@ -42,7 +43,9 @@ ProgramStrategy permute(const std::vector<int64_t>& permutation) {
 
 // Each version is the previous one followed by the step the tutorial adds.
 
-ProgramStrategy gemm_baseline() { return id<Program>(); }
+ProgramStrategy gemm_baseline() {
+  return id<Program>();
+}
 
 ProgramStrategy gemm_blocking(int64_t bn, int64_t kfactor) {
   return tile("i", "j", bn, bn) >> split("k", kfactor) >>
@@ -54,7 +57,8 @@ ProgramStrategy gemm_vectorization(int64_t bn, int64_t kfactor) {
 }
 
 ProgramStrategy gemm_loop_permutation(int64_t bn, int64_t kfactor) {
-  return gemm_vectorization(bn, kfactor) >> reorder({"i.outer", "j.outer", "k.outer", "i.inner", "k.inner", "j.inner"});
+  return gemm_vectorization(bn, kfactor) >>
+         reorder({"i.outer", "j.outer", "k.outer", "i.inner", "k.inner", "j.inner"});
 }
 
 ProgramStrategy gemm_array_packing(int64_t bn, int64_t kfactor) {
@@ -66,7 +70,8 @@ ProgramStrategy gemm_write_cache(int64_t bn, int64_t kfactor) {
 }
 
 ProgramStrategy gemm_parallel(int64_t bn, int64_t kfactor) {
-  return gemm_write_cache(bn, kfactor) >> parallel("i.outer") >> parallel("i.init") >> parallel("B.pack.0");
+  return gemm_write_cache(bn, kfactor) >> parallel("i.outer") >> parallel("i.init") >>
+         parallel("B.pack.0");
 }
 
 std::vector<NamedStrategy> gemm_versions(int64_t bn, int64_t kfactor) {

@@ -1,5 +1,6 @@
 /// Derived strategies, built only from rules and combinators: tiling, and TVM's "how to optimize
-/// GEMM on CPU" schedules as values, each version extending the one before (as Elevate writes them).
+/// GEMM on CPU" schedules as values, each version extending the one before (as Elevate writes
+/// them).
 #pragma once
 
 #include <string>

@@ -94,7 +94,8 @@ std::optional<RefSyntax> parse_ref(const std::string& ref) {
 Resolved resolve_loop(const Program& p, const std::string& ref) {
   if (ref.empty() || ref[0] != '@') return {ref, ""};
   std::optional<RefSyntax> syntax = parse_ref(ref);
-  if (!syntax || (syntax->kind != "outermost" && syntax->kind != "innermost" && syntax->kind != "loop")) {
+  if (!syntax ||
+      (syntax->kind != "outermost" && syntax->kind != "innermost" && syntax->kind != "loop")) {
     return {"", "unknown location " + ref};
   }
   NestCollector nests;

@@ -1,10 +1,9 @@
 #include "schedule/loop_tools.h"
 
-#include "schedule/stage_tools.h"
-
 #include <algorithm>
 #include <map>
 
+#include "schedule/stage_tools.h"
 #include "te/expr_functor.h"
 #include "tir/simplify.h"
 #include "tir/stmt_functor.h"
@@ -200,7 +199,9 @@ bool has_loop(const Program& p, const std::string& name) {
 class AllocCollector : public StmtVisitor {
  public:
   std::vector<const BufferNode*> buffers;
-  bool has(const Buffer& b) const { return std::find(buffers.begin(), buffers.end(), b.get()) != buffers.end(); }
+  bool has(const Buffer& b) const {
+    return std::find(buffers.begin(), buffers.end(), b.get()) != buffers.end();
+  }
 
  protected:
   void visit_(const AllocateNode& n, const Stmt& self) override {
@@ -248,7 +249,8 @@ std::optional<std::string> iteration_conflict(const ForNode& loop) {
   std::optional<std::string> dependence = cross_element_dependence(loop.body);
   if (!dependence) return std::nullopt;
   // Reads at other elements are still safe when every read of a buffer falls in the box this
-  // iteration writes, and the boxes of different iterations are disjoint (caches copied in and out).
+  // iteration writes, and the boxes of different iterations are disjoint (caches copied in and
+  // out).
   for (const StoreSite& st : stores.stores) {
     if (local.has(st.store->buffer)) continue;
     if (!reads_stay_in_own_box(loop, st.store->buffer)) return dependence;

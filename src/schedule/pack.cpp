@@ -54,7 +54,9 @@ class PackedLoads : public StmtMutator {
 ProgramStrategy pack(const std::string& buffer_name, int64_t dim, int64_t factor) {
   std::string text = fmt::format("pack({}, {}, {})", buffer_name, dim, factor);
   return ProgramStrategy(text, [=](const Program& p) {
-    auto fail = [&](const std::string& why) { return RewriteResult<Program>::not_applicable(text, why); };
+    auto fail = [&](const std::string& why) {
+      return RewriteResult<Program>::not_applicable(text, why);
+    };
     Buffer buffer = find_buffer(p, buffer_name);
     if (!buffer) return fail("no buffer named " + buffer_name);
     bool input = false;
@@ -68,10 +70,12 @@ ProgramStrategy pack(const std::string& buffer_name, int64_t dim, int64_t factor
     std::string packed_name = buffer_name + ".packed";
     if (find_buffer(p, packed_name)) return fail(packed_name + " exists already");
 
-    // packed[a, ..., b, ...] = buffer[..., a*factor + b, ...], zero past the end of a partial block.
+    // packed[a, ..., b, ...] = buffer[..., a*factor + b, ...], zero past the end of a partial
+    // block.
     int64_t extent = buffer->shape[d];
     std::vector<int64_t> shape{(extent + factor - 1) / factor};
-    for (size_t i = 0; i < buffer->shape.size(); ++i) shape.push_back(i == d ? factor : buffer->shape[i]);
+    for (size_t i = 0; i < buffer->shape.size(); ++i)
+      shape.push_back(i == d ? factor : buffer->shape[i]);
     Buffer packed = make_buffer(packed_name, buffer->dtype, shape);
     std::vector<Var> vars;
     std::vector<Expr> packed_idx, source_idx;
@@ -80,14 +84,16 @@ ProgramStrategy pack(const std::string& buffer_name, int64_t dim, int64_t factor
       packed_idx.push_back(vars.back());
     }
     Expr source_pos = Expr(vars[0]) * make_int(factor) + vars[d + 1];
-    for (size_t i = 0; i < buffer->shape.size(); ++i) source_idx.push_back(i == d ? source_pos : Expr(vars[i + 1]));
+    for (size_t i = 0; i < buffer->shape.size(); ++i)
+      source_idx.push_back(i == d ? source_pos : Expr(vars[i + 1]));
     Expr value = make_load(buffer, source_idx);
     if (extent % factor != 0) {
       // A guarded read keeps the load in bounds: select evaluates only the chosen branch.
       value = select(source_pos < make_int(extent), value, make_int(0, buffer->dtype));
     }
     Stmt nest = make_store(packed, packed_idx, value);
-    for (size_t i = vars.size(); i-- > 0;) nest = make_for(vars[i], make_int(0), shape[i], ForKind::kSerial, nest);
+    for (size_t i = vars.size(); i-- > 0;)
+      nest = make_for(vars[i], make_int(0), shape[i], ForKind::kSerial, nest);
 
     PackedLoads rewrite(buffer, packed, d, factor);
     Program out = p;

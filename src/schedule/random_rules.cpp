@@ -34,21 +34,32 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
   auto stage = [&] { return allocated.names.empty() ? pick(buffers) : pick(allocated.names); };
   auto factor = [&] { return static_cast<int64_t>(1 + rng() % 8); };
   switch (rng() % 12) {
-    case 0: return split(pick(loops), factor());
-    case 1: return reorder({pick(loops), pick(loops)});
-    case 2: return fuse(pick(loops), pick(loops));
-    case 3: return vectorize(pick(loops));
-    case 4: return unroll(pick(loops));
-    case 5: return parallel(pick(loops));
-    case 6: return compute_at(stage(), pick(loops));
-    case 7: return compute_inline(stage());
-    case 8: return cache_write(pick(buffers), pick(loops));
-    case 9: return cache_read(pick(inputs), pick(loops));
+    case 0:
+      return split(pick(loops), factor());
+    case 1:
+      return reorder({pick(loops), pick(loops)});
+    case 2:
+      return fuse(pick(loops), pick(loops));
+    case 3:
+      return vectorize(pick(loops));
+    case 4:
+      return unroll(pick(loops));
+    case 5:
+      return parallel(pick(loops));
+    case 6:
+      return compute_at(stage(), pick(loops));
+    case 7:
+      return compute_inline(stage());
+    case 8:
+      return cache_write(pick(buffers), pick(loops));
+    case 9:
+      return cache_read(pick(inputs), pick(loops));
     case 10: {
       std::string b = pick(inputs);
       return pack(b, static_cast<int64_t>(rng() % 3), factor());
     }
-    default: return split(pick(loops), factor());
+    default:
+      return split(pick(loops), factor());
   }
 }
 

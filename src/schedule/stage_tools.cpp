@@ -63,7 +63,8 @@ class LoadsOf : public ExprVisitor {
 
 class AccessCollector : public StmtVisitor {
  public:
-  AccessCollector(const Buffer& b, bool loads, bool stores) : buffer_(b), loads_(loads), stores_(stores) {}
+  AccessCollector(const Buffer& b, bool loads, bool stores)
+      : buffer_(b), loads_(loads), stores_(stores) {}
   std::vector<Access> accesses;
   int loads = 0, stores = 0;
 
@@ -215,14 +216,15 @@ const ForNode* find_loop(const Program& p, const std::string& name) {
   return f.found;
 }
 
-std::variant<AccessBox, std::string> access_box(const ForNode& loop, const Buffer& buffer, bool loads,
-                                                bool stores) {
+std::variant<AccessBox, std::string> access_box(const ForNode& loop, const Buffer& buffer,
+                                                bool loads, bool stores) {
   AccessCollector c(buffer, loads, stores);
   c.visit(loop.body);
   AccessBox box;
   box.loads = c.loads;
   box.stores = c.stores;
-  if (c.accesses.empty()) return fmt::format("the body of {} does not access {}", loop.var.name(), buffer->name);
+  if (c.accesses.empty())
+    return fmt::format("the body of {} does not access {}", loop.var.name(), buffer->name);
   size_t ndim = buffer->shape.size();
   std::vector<int64_t> hi(ndim);
   for (size_t a = 0; a < c.accesses.size(); ++a) {
@@ -231,7 +233,9 @@ std::variant<AccessBox, std::string> access_box(const ForNode& loop, const Buffe
     std::vector<std::pair<const VarNode*, Expr>> inner_zero;
     for (const ForNode* f : acc.inner) {
       const int64_t* mn = as_const_int(simplify(f->min));
-      if (!mn) return fmt::format("loop {} inside {} has a variable start", f->var.name(), loop.var.name());
+      if (!mn)
+        return fmt::format("loop {} inside {} has a variable start", f->var.name(),
+                           loop.var.name());
       inner_ranges[f->var.get()] = {*mn, *mn + f->extent - 1};
       inner_zero.emplace_back(f->var.get(), make_int(0));
     }
@@ -240,8 +244,8 @@ std::variant<AccessBox, std::string> access_box(const ForNode& loop, const Buffe
       Expr base = simplify(substitute(index, inner_zero));
       std::optional<IntRange> span = bound_of(simplify(index - base), inner_ranges);
       if (!span) {
-        return fmt::format("index {} of {} does not separate into parts outside and inside {}", d, buffer->name,
-                           loop.var.name());
+        return fmt::format("index {} of {} does not separate into parts outside and inside {}", d,
+                           buffer->name, loop.var.name());
       }
       if (a == 0) {
         box.base.push_back(base);
@@ -251,7 +255,8 @@ std::variant<AccessBox, std::string> access_box(const ForNode& loop, const Buffe
       }
       const int64_t* delta = as_const_int(simplify(base - box.base[d]));
       if (!delta) {
-        return fmt::format("accesses to {} in {} are not a constant distance apart", buffer->name, loop.var.name());
+        return fmt::format("accesses to {} in {} are not a constant distance apart", buffer->name,
+                           loop.var.name());
       }
       box.lo[d] = std::min(box.lo[d], span->min + *delta);
       hi[d] = std::max(hi[d], span->max + *delta);
@@ -284,10 +289,13 @@ std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buf
     for (size_t d = 0; plain && d < s.loops.size(); ++d) {
       plain = s.store->indices[d].as<VarNode>() == s.loops[d]->var.get();
     }
-    if (!plain) return "stage " + buffer->name + " is not a single plain loop nest storing " + buffer->name + "[loop variables]";
+    if (!plain)
+      return "stage " + buffer->name + " is not a single plain loop nest storing " + buffer->name +
+             "[loop variables]";
     return s;
   }
-  return "stage " + buffer->name + " is written by more than one loop nest (a reduction is an init and an update nest)";
+  return "stage " + buffer->name +
+         " is written by more than one loop nest (a reduction is an init and an update nest)";
 }
 
 Stmt remove_statement(const Stmt& root, const Stmt& target) {
@@ -315,7 +323,8 @@ bool allocated_inside(const Stmt& s, const Buffer& buffer) {
   return finder.found;
 }
 
-Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to, const std::vector<Expr>& offset) {
+Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to,
+                     const std::vector<Expr>& offset) {
   Redirect r(from, to, offset);
   return r.visit(s);
 }

@@ -50,7 +50,8 @@ Stmt remove_statement(const Stmt& root, const Stmt& target);
 /// True if `buffer` is allocated somewhere inside `s` (it does not exist around `s`).
 bool allocated_inside(const Stmt& s, const Buffer& buffer);
 /// Loads and stores of `from` become accesses of `to` at index - offset.
-Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to, const std::vector<Expr>& offset);
+Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to,
+                     const std::vector<Expr>& offset);
 /// Drops the allocation of `buffer` (keeping its body).
 Stmt remove_allocation(const Stmt& s, const Buffer& buffer);
 
@@ -60,7 +61,8 @@ Expr in_bounds(const Buffer& b, const std::vector<Expr>& indices);
 /// cache_write and cache_read: a local copy of the box of `buffer` that one iteration of the loop
 /// accesses, filled before the loop's body and, when `write`, copied back after it. Loops of the
 /// copies are named `<buffer>.load.<d>` and `<buffer>.store.<d>`; the copy is `<buffer>.local`.
-RewriteResult<Program> cache_box(const Program& p, const std::string& rule_text, const std::string& buffer,
-                                 const std::string& loop_ref, bool write);
+RewriteResult<Program> cache_box(const Program& p, const std::string& rule_text,
+                                 const std::string& buffer, const std::string& loop_ref,
+                                 bool write);
 
 }  // namespace tessera

@@ -189,7 +189,8 @@ class Parser {
       std::vector<int64_t> sizes;
       do {
         skip_space();
-        bool number = pos_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '-');
+        bool number = pos_ < text_.size() &&
+                      (std::isdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '-');
         if (number) {
           sizes.push_back(integer());
         } else {
@@ -199,10 +200,12 @@ class Parser {
       } while (accept(","));
       expect(")");
       if (loops.size() != sizes.size()) {
-        fail(at, fmt::format("{} needs one size per loop, got {} loops and {} sizes", head, loops.size(), sizes.size()));
+        fail(at, fmt::format("{} needs one size per loop, got {} loops and {} sizes", head,
+                             loops.size(), sizes.size()));
       }
       if (head == "tile") {
-        if (loops.size() != 2) fail(at, "tile takes two loops and two sizes; use tile_nd for others");
+        if (loops.size() != 2)
+          fail(at, "tile takes two loops and two sizes; use tile_nd for others");
         return tile(loops[0], loops[1], sizes[0], sizes[1]);
       }
       return tile_nd(loops, sizes);

@@ -13,12 +13,15 @@ TEST(LoopNormalForm, GuardsSinkToTheStatementTheyProtect) {
   OpInstance op = instantiate(parse_workload("matmul:M=7,N=4,K=3"));
   Program split_i = parse_strategy("split(i, 3)")(op.program).program();
   std::string before = print_program(split_i);
-  ASSERT_NE(before.find("if (i.outer*3 + i.inner < 7) {\n        for j in 0..4"), std::string::npos) << before;
+  ASSERT_NE(before.find("if (i.outer*3 + i.inner < 7) {\n        for j in 0..4"), std::string::npos)
+      << before;
   RewriteResult<Program> r = loop_normal_form()(split_i);
   ASSERT_TRUE(r.ok()) << r.message();
   std::string after = print_program(r.program());
-  EXPECT_NE(after.find("for k in 0..3 {\n          if (i.outer*3 + i.inner < 7) {\n            C[i.outer*3"),
-            std::string::npos)
+  EXPECT_NE(
+      after.find(
+          "for k in 0..3 {\n          if (i.outer*3 + i.inner < 7) {\n            C[i.outer*3"),
+      std::string::npos)
       << after;
   EXPECT_TRUE(testing::interpreter_matches_reference(op, r.program()));
   // Already normal: unchanged, and still a success.

@@ -144,8 +144,9 @@ TEST(Rules, SplitThenFuseIndicesStayClean) {
 // refuses or keeps the operator's result (checked with the interpreter against the reference).
 TEST(Rules, RandomCompositionsPreserveSemantics) {
   std::mt19937 rng(2024);
-  const char* workloads[] = {"matmul:M=7,N=12,K=5", "conv2d:N=1,C=2,H=6,W=6,O=3,K=3,S=2,P=1", "add:M=3,N=10",
-                             "conv2d_bias_relu:N=1,C=2,H=4,W=5,O=2,K=3,S=1,P=1", "matmul:M=1,N=9,K=4"};
+  const char* workloads[] = {"matmul:M=7,N=12,K=5", "conv2d:N=1,C=2,H=6,W=6,O=3,K=3,S=2,P=1",
+                             "add:M=3,N=10", "conv2d_bias_relu:N=1,C=2,H=4,W=5,O=2,K=3,S=1,P=1",
+                             "matmul:M=1,N=9,K=4"};
   int applied = 0, refused = 0;
   for (int trial = 0; trial < 300; ++trial) {
     OpInstance op = instantiate(parse_workload(workloads[trial % 5]));
@@ -154,7 +155,8 @@ TEST(Rules, RandomCompositionsPreserveSemantics) {
     for (int step = 0; step < 6; ++step) {
       ProgramStrategy s = random_rule(p, rng);
       RewriteResult<Program> r = s(p);
-      ASSERT_NE(r.kind(), RewriteResult<Program>::Kind::kInternalError) << history << " ; " << r.message();
+      ASSERT_NE(r.kind(), RewriteResult<Program>::Kind::kInternalError)
+          << history << " ; " << r.message();
       if (!r) {
         ++refused;
         continue;
@@ -163,7 +165,8 @@ TEST(Rules, RandomCompositionsPreserveSemantics) {
       p = r.program();
       ++applied;
     }
-    ASSERT_TRUE(testing::interpreter_matches_reference(op, p, trial)) << workloads[trial % 5] << ": " << history;
+    ASSERT_TRUE(testing::interpreter_matches_reference(op, p, trial))
+        << workloads[trial % 5] << ": " << history;
   }
   EXPECT_GT(applied, 500);
   EXPECT_GT(refused, 100);

@@ -36,8 +36,10 @@ TEST(StageRules, ComputeAtComputesOnlyTheRowsOneIterationReads) {
   // The pad nest now sits inside y, before x.
   EXPECT_LT(text.find("for y in 0..6"), text.find("for h in (y)..+3"));
   expect_correct_everywhere("conv2d:N=1,C=2,H=6,W=6,O=2,K=3,S=1,P=1", "compute_at(pad, y)");
-  expect_correct_everywhere("conv2d:N=1,C=2,H=9,W=7,O=3,K=3,S=2,P=1", "compute_at(pad, x) ; parallel(o)");
-  expect_correct_everywhere("conv2d:N=2,C=2,H=5,W=5,O=2,K=3,S=1,P=2", "split(y, 2) ; compute_at(pad, y.outer)");
+  expect_correct_everywhere("conv2d:N=1,C=2,H=9,W=7,O=3,K=3,S=2,P=1",
+                            "compute_at(pad, x) ; parallel(o)");
+  expect_correct_everywhere("conv2d:N=2,C=2,H=5,W=5,O=2,K=3,S=1,P=2",
+                            "split(y, 2) ; compute_at(pad, y.outer)");
 }
 
 TEST(StageRules, ComputeInlineReplacesReadsByTheDefinition) {
@@ -45,20 +47,26 @@ TEST(StageRules, ComputeInlineReplacesReadsByTheDefinition) {
   std::string text = print_program(apply_ok(op, "compute_inline(pad)"));
   EXPECT_EQ(text.find("alloc pad"), std::string::npos) << text;
   EXPECT_NE(text.find("select(y + ry >= 1"), std::string::npos) << text;
-  expect_correct_everywhere("conv2d:N=1,C=2,H=6,W=6,O=2,K=3,S=2,P=1", "compute_inline(pad) ; parallel(o)");
-  expect_correct_everywhere("conv2d_bias_relu:N=1,C=2,H=5,W=5,O=3,K=3,S=1,P=1", "compute_inline(pad) ; compute_inline(bias_add)");
+  expect_correct_everywhere("conv2d:N=1,C=2,H=6,W=6,O=2,K=3,S=2,P=1",
+                            "compute_inline(pad) ; parallel(o)");
+  expect_correct_everywhere("conv2d_bias_relu:N=1,C=2,H=5,W=5,O=3,K=3,S=1,P=1",
+                            "compute_inline(pad) ; compute_inline(bias_add)");
 }
 
 TEST(StageRules, CacheWriteAccumulatesABlockLocally) {
   OpInstance op = instantiate(parse_workload("matmul:M=16,N=16,K=8"));
   std::string text = print_program(apply_ok(op, "tile(i, j, 8, 8) ; cache_write(C, j.outer)"));
   EXPECT_NE(text.find("alloc C.local: float32[8, 8]"), std::string::npos) << text;
-  EXPECT_NE(text.find("C.local[i.inner, j.inner] = C.local[i.inner, j.inner] + "), std::string::npos) << text;
-  EXPECT_NE(text.find("C[i.outer*8 + C.store.0, j.outer*8 + C.store.1] = C.local[C.store.0, C.store.1]"),
+  EXPECT_NE(text.find("C.local[i.inner, j.inner] = C.local[i.inner, j.inner] + "),
             std::string::npos)
       << text;
+  EXPECT_NE(
+      text.find("C[i.outer*8 + C.store.0, j.outer*8 + C.store.1] = C.local[C.store.0, C.store.1]"),
+      std::string::npos)
+      << text;
   expect_correct_everywhere("matmul:M=20,N=24,K=12",
-                            "tile(i, j, 8, 8) ; reorder(i.inner, k, j.inner) ; cache_write(C, j.outer) ; vectorize(j.inner) ; "
+                            "tile(i, j, 8, 8) ; reorder(i.inner, k, j.inner) ; cache_write(C, "
+                            "j.outer) ; vectorize(j.inner) ; "
                             "parallel(i.outer)");
   expect_correct_everywhere("conv2d:N=1,C=2,H=6,W=6,O=4,K=3,S=1,P=1",
                             "split(o, 2) ; cache_write(conv, o.outer) ; parallel(o.outer)");
@@ -68,7 +76,8 @@ TEST(StageRules, CacheReadCopiesTheBlockThatIsRead) {
   OpInstance op = instantiate(parse_workload("matmul:M=16,N=16,K=8"));
   std::string text = print_program(apply_ok(op, "split(i, 4) ; cache_read(A, i.outer)"));
   EXPECT_NE(text.find("alloc A.local: float32[4, 8]"), std::string::npos) << text;
-  expect_correct_everywhere("matmul:M=18,N=16,K=8", "split(i, 4) ; cache_read(A, i.outer) ; parallel(i.outer)");
+  expect_correct_everywhere("matmul:M=18,N=16,K=8",
+                            "split(i, 4) ; cache_read(A, i.outer) ; parallel(i.outer)");
 }
 
 TEST(StageRules, PackMovesTheSplitDimensionFirstAndPadsPartialBlocks) {
@@ -77,13 +86,15 @@ TEST(StageRules, PackMovesTheSplitDimensionFirstAndPadsPartialBlocks) {
   EXPECT_NE(text.find("alloc B.packed: float32[3, 6, 8]"), std::string::npos) << text;
   EXPECT_NE(text.find("B.packed[j.outer, k, j.inner]"), std::string::npos) << text;
   EXPECT_NE(text.find("select(B.pack.0*8 + B.pack.2 < 20"), std::string::npos) << text;
-  expect_correct_everywhere("matmul:M=8,N=20,K=6", "split(j, 8) ; pack(B, 1, 8) ; parallel(B.pack.0)");
+  expect_correct_everywhere("matmul:M=8,N=20,K=6",
+                            "split(j, 8) ; pack(B, 1, 8) ; parallel(B.pack.0)");
   expect_correct_everywhere("conv2d:N=1,C=4,H=5,W=5,O=6,K=3,S=1,P=0", "pack(weight, 0, 4)");
 }
 
 TEST(StageRules, RefusalsNameTheRuleAndTheReason) {
   const std::pair<const char*, const char*> cases[] = {
-      {"compute_at(conv, y)", "compute_at(conv, y): conv is an argument of the program, not an intermediate stage"},
+      {"compute_at(conv, y)",
+       "compute_at(conv, y): conv is an argument of the program, not an intermediate stage"},
       {"compute_at(pad, h)", "compute_at(pad, h): loop h belongs to stage pad"},
       {"compute_at(nothing, y)", "compute_at(nothing, y): no buffer named nothing"},
       {"compute_at(pad, o.init)", "compute_at(pad, o.init): the body of o.init does not read pad"},
@@ -92,9 +103,11 @@ TEST(StageRules, RefusalsNameTheRuleAndTheReason) {
       {"cache_read(conv, y)", "cache_read(conv, y): the body of y writes conv; use cache_write"},
       {"pack(conv, 0, 4)", "pack(conv, 0, 4): conv is not an input of the program"},
       {"pack(weight, 4, 4)", "pack(weight, 4, 4): weight has no dimension 4"},
-      {"compute_at(pad, y) ; compute_at(pad, x)", "compute_at(pad, x): stage pad is not a single plain loop nest"},
+      {"compute_at(pad, y) ; compute_at(pad, x)",
+       "compute_at(pad, x): stage pad is not a single plain loop nest"},
       {"vectorize(@loop(9))", "vectorize(@loop(9)): @loop(9): the nest has 7 loops"},
-      {"vectorize(@innermost(nothing))", "vectorize(@innermost(nothing)): no loop nest writes a buffer named nothing"},
+      {"vectorize(@innermost(nothing))",
+       "vectorize(@innermost(nothing)): no loop nest writes a buffer named nothing"},
   };
   OpInstance op = instantiate(parse_workload("conv2d:N=1,C=2,H=6,W=6,O=2,K=3,S=1,P=1"));
   for (const auto& [strategy, message] : cases) {
@@ -105,7 +118,8 @@ TEST(StageRules, RefusalsNameTheRuleAndTheReason) {
   OpInstance bias = instantiate(parse_workload("conv2d_bias_relu:N=1,C=2,H=5,W=5,O=2,K=3,S=1,P=1"));
   RewriteResult<Program> r = compute_inline("conv")(bias.program);
   EXPECT_EQ(r.message(),
-            "compute_inline(conv): stage conv is written by more than one loop nest (a reduction is an init and an "
+            "compute_inline(conv): stage conv is written by more than one loop nest (a reduction "
+            "is an init and an "
             "update nest)");
 }
 
@@ -129,10 +143,14 @@ TEST(Locations, ResolveByPlaceInANest) {
 TEST(DerivedStrategies, TileAndTileNd) {
   OpInstance op = instantiate(parse_workload("matmul:M=10,N=12,K=6"));
   std::string text = print_program(apply_ok(op, "tile(i, j, 4, 8)"));
-  EXPECT_NE(text.find("for i.outer in 0..3 {\n    for j.outer in 0..2 {\n      for i.inner in 0..4"), std::string::npos)
+  EXPECT_NE(
+      text.find("for i.outer in 0..3 {\n    for j.outer in 0..2 {\n      for i.inner in 0..4"),
+      std::string::npos)
       << text;
-  expect_correct_everywhere("matmul:M=10,N=12,K=6", "tile(i, j, 4, 8) ; vectorize(@innermost(C)) <+ id");
-  expect_correct_everywhere("matmul:M=10,N=12,K=6", "tile_nd(i, j, k, 4, 4, 2) ; parallel(i.outer)");
+  expect_correct_everywhere("matmul:M=10,N=12,K=6",
+                            "tile(i, j, 4, 8) ; vectorize(@innermost(C)) <+ id");
+  expect_correct_everywhere("matmul:M=10,N=12,K=6",
+                            "tile_nd(i, j, k, 4, 4, 2) ; parallel(i.outer)");
   expect_correct_everywhere("conv2d:N=1,C=2,H=6,W=6,O=4,K=3,S=1,P=1", "tile_nd(o, y, x, 2, 3, 2)");
   expect_correct_everywhere("matmul:M=5,N=6,K=7", "reorder(@loop(2), @loop(0), @loop(1))");
 }
@@ -143,7 +161,8 @@ TEST(DerivedStrategies, GemmVersionsAreCorrectPrintBackAndCountSteps) {
   for (const NamedStrategy& version : gemm_versions(16, 4)) {
     SCOPED_TRACE(version.name);
     EXPECT_EQ(parse_strategy(version.strategy.text()).text(), version.strategy.text());
-    OpInstance op = instantiate(parse_workload("matmul:M=40,N=36,K=20"));  // partial tiles everywhere
+    OpInstance op =
+        instantiate(parse_workload("matmul:M=40,N=36,K=20"));  // partial tiles everywhere
     RewriteStats stats;
     RewriteResult<Program> r = version.strategy(op.program, &stats);
     ASSERT_TRUE(r.ok()) << r.message();

@@ -44,10 +44,13 @@ TEST(StrategyText, ErrorsPointAtTheColumn) {
   };
   EXPECT_EQ(message("split(i 32)"), "strategy: column 9: expected ',' but found '3'");
   EXPECT_EQ(message("tiles(i, j)"), "strategy: column 1: unknown strategy 'tiles'");
-  EXPECT_EQ(message("tile(i, j)"), "strategy: column 1: tile needs one size per loop, got 2 loops and 0 sizes");
+  EXPECT_EQ(message("tile(i, j)"),
+            "strategy: column 1: tile needs one size per loop, got 2 loops and 0 sizes");
   EXPECT_EQ(message("tile_nd(i, 4, j)"), "strategy: column 15: loop names come before the sizes");
   EXPECT_EQ(message("vectorize(@loop(x))"), "strategy: column 18: expected ',' but found ')'");
-  EXPECT_EQ(message("vectorize(@middle)"), "strategy: column 11: unknown location '@middle' (known: @innermost, @outermost, @loop(n))");
+  EXPECT_EQ(
+      message("vectorize(@middle)"),
+      "strategy: column 11: unknown location '@middle' (known: @innermost, @outermost, @loop(n))");
   EXPECT_EQ(message("split(i, 4) ;"), "strategy: column 14: expected a name at the end");
   EXPECT_EQ(message("split(i, x)"), "strategy: column 10: expected an integer");
   EXPECT_EQ(message("fuse(i)"), "strategy: column 1: fuse takes 2 loop names, got 1");

@@ -1,0 +1,209 @@
+#include "cli/tune_command.h"
+
+#include <cblas.h>
+#include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "bench/openblas_env.h"
+#include "db/record_db.h"
+#include "ops/evaluate.h"
+#include "runtime/module.h"
+#include "runtime/ndarray.h"
+#include "schedule/strategy_parser.h"
+#include "te/error.h"
+#include "tune/tune.h"
+
+namespace tessera {
+
+namespace {
+
+std::string clock_text(double s) {
+  auto t = static_cast<int64_t>(s + 0.5);
+  return fmt::format("{:02}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60);
+}
+
+void show_progress(const TuneProgress& p, bool tty) {
+  std::string text = fmt::format("{}/{} trials, {} errors, best {:.2f} GFLOP/s, {} elapsed, ETA {}",
+                                 p.trials_done, p.trials_total, p.errors, p.best_gflops,
+                                 clock_text(p.elapsed_s), clock_text(p.eta_s));
+  if (tty) {
+    int width = 30, filled = p.trials_total ? width * p.trials_done / p.trials_total : width;
+    std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '#')
+              << std::string(static_cast<size_t>(width - filled), '.') << "] " << text
+              << std::flush;
+  } else {
+    std::cerr << "tune: " << text << "\n";
+  }
+}
+
+int tune_command(const TuneArgs& args) {
+  bool tty = isatty(STDERR_FILENO);
+  MeasureParams measure;
+  measure.run.threads = args.threads;
+  TuneResult r;
+  try {
+    r = tune(args.workload, args.params, measure, args.db,
+             [&](const TuneProgress& p) { show_progress(p, tty); });
+  } catch (const Error& e) {
+    if (tty) std::cerr << "\n";
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return 2;
+  }
+  if (tty) std::cerr << "\n";
+  if (args.json) {
+    nlohmann::json j;
+    j["workload"] = r.workload;
+    j["trials"] = r.trials;
+    j["resumed"] = r.resumed;
+    j["errors"] = r.errors;
+    j["best_gflops"] = r.best_gflops;
+    j["best_config"] = r.best_config;
+    j["best_strategy"] = r.best_strategy;
+    j["seconds"] = r.seconds;
+    j["tuner_seconds"] = r.tuner_seconds;
+    j["measure_seconds"] = r.measure_seconds;
+    j["best_curve"] = r.best_curve;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("workload  {}\ntrials    {} ({} resumed from {}), {} errors\n",
+                             r.workload, r.trials, r.resumed, args.db, r.errors);
+    std::cout << fmt::format("best      {:.2f} GFLOP/s\nconfig    {}\nstrategy  {}\n",
+                             r.best_gflops, r.best_config, r.best_strategy);
+    std::cout << fmt::format("time      {:.1f} s ({:.1f} s measuring, {:.1f} s model and search)\n",
+                             r.seconds, r.measure_seconds, r.tuner_seconds);
+  }
+  return r.best_gflops > 0 ? 0 : 1;
+}
+
+struct Baseline {
+  std::string name;
+  double gflops = 0;
+};
+
+std::vector<Baseline> library_baselines(const OpInstance& op, const Workload& w, int repeat) {
+  std::vector<Baseline> out;
+  if (w.op != "matmul") return out;
+  int64_t m = w.get("M"), n = w.get("N"), k = w.get("K");
+  NDArray a = NDArray::empty({m, k}, DType::kFloat32), b = NDArray::empty({k, n}, DType::kFloat32),
+          c = NDArray::empty({m, n}, DType::kFloat32);
+  a.fill_random(1);
+  b.fill_random(2);
+  auto mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+  Timing blas = time_function(
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, a.data_as<float>(),
+                    ki, b.data_as<float>(), ni, 0.0f, c.data_as<float>(), ni);
+      },
+      repeat);
+  out.push_back({"OpenBLAS cblas_sgemm (" + bench::openblas_core_description() + ")",
+                 op.flops / blas.median * 1e-9});
+  Timing dnnl = time_function(
+      [&] {
+        dnnl_sgemm('N', 'N', m, n, k, 1.0f, a.data_as<float>(), k, b.data_as<float>(), n, 0.0f,
+                   c.data_as<float>(), n);
+      },
+      repeat);
+  out.push_back({"oneDNN dnnl_sgemm", op.flops / dnnl.median * 1e-9});
+  return out;
+}
+
+int bench_command(const BenchArgs& args) {
+  try {
+    Workload w = parse_workload(args.workload);
+    OpInstance op = instantiate(w);
+    RecordDb db = RecordDb::open(args.db, RecordDb::Mode::kReadOnly);
+    std::optional<Record> best = db.best(w.text(), detect_target().key());
+    if (!best) {
+      std::cerr << "tessera: error: no successful record of " << w.text() << " on this machine in "
+                << args.db << " (run tessera tune first)\n";
+      return 2;
+    }
+    RewriteResult<Program> program = parse_strategy(best->result.strategy)(op.program);
+    if (!program) throw Error("the recorded strategy no longer applies: " + program.message());
+    if (args.threads > 0) set_num_threads(args.threads);
+    std::vector<Baseline> baselines = library_baselines(op, w, args.repeat);
+    EvaluateParams params;
+    params.threads = args.threads;
+    params.repeat = args.repeat;
+    Evaluation ev = evaluate(op, program.program(), params);
+    if (args.json) {
+      nlohmann::json j;
+      j["workload"] = w.text();
+      j["strategy"] = best->result.strategy;
+      j["gflops"] = ev.gflops;
+      j["correct"] = ev.correct;
+      j["threads"] = ev.threads;
+      if (!baselines.empty()) {
+        j["baseline"] = baselines.back().name;
+        j["baseline_gflops"] = baselines.back().gflops;
+        j["ratio"] = ev.gflops / baselines.back().gflops;
+        for (const Baseline& b : baselines) j["baselines"][b.name] = b.gflops;
+      }
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << fmt::format("workload  {}\nstrategy  {}\n", w.text(), best->result.strategy);
+      std::cout << fmt::format("tessera   {:.2f} GFLOP/s ({} threads), correct: {}\n", ev.gflops,
+                               ev.threads, ev.correct ? "yes" : "NO");
+      for (const Baseline& b : baselines) {
+        std::cout << fmt::format("{:<9} {:.2f} GFLOP/s, tessera/library = {:.2f}\n", "library",
+                                 b.gflops, ev.gflops / b.gflops)
+                  << "          " << b.name << "\n";
+      }
+      if (baselines.empty()) std::cout << "library   none linked for " << w.op << " yet\n";
+    }
+    return ev.correct ? 0 : 1;
+  } catch (const Error& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace
+
+TuneCommands add_tune_commands(CLI::App& app) {
+  TuneCommands c;
+  TuneArgs& t = *c.tune_args;
+  c.tune = app.add_subcommand("tune",
+                              "Search a workload's schedule space with a learned cost model; every "
+                              "measurement goes to the records DB");
+  c.tune->add_option("workload", t.workload, "op:key=value,..., e.g. matmul:M=512,N=512,K=512")
+      ->required();
+  c.tune->add_option("--trials,-n", t.params.trials, "Configurations to measure")
+      ->check(CLI::PositiveNumber);
+  c.tune->add_option("--tuner", t.params.tuner, "xgb (rank loss), xgb-reg, random, grid or ga")
+      ->check(CLI::IsMember({"xgb", "xgb-reg", "random", "grid", "ga"}));
+  c.tune
+      ->add_option("--features", t.params.features,
+                   "Cost-model features: relation, context or knob")
+      ->check(CLI::IsMember({"relation", "context", "knob"}));
+  c.tune->add_option("--batch", t.params.batch_size, "Measurements between model updates")
+      ->check(CLI::PositiveNumber);
+  c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)");
+  c.tune->add_option("--threads,-t", t.threads,
+                     "Threads of the measured kernels (default: all cores)");
+  c.tune->add_option("--seed", t.params.seed, "Seed of every random choice");
+  c.tune->add_flag("--json", t.json, "Print the result as one JSON object");
+
+  BenchArgs& b = *c.bench_args;
+  c.bench = app.add_subcommand(
+      "bench", "Measure the best recorded configuration against OpenBLAS and oneDNN");
+  c.bench->add_option("workload", b.workload, "op:key=value,...")->required();
+  c.bench->add_option("--db", b.db, "Records DB");
+  c.bench->add_option("--threads,-t", b.threads, "Threads (default: all cores)");
+  c.bench->add_option("--repeat", b.repeat, "Timed repeats (median reported)")
+      ->check(CLI::PositiveNumber);
+  c.bench->add_flag("--json", b.json, "Print the result as JSON");
+  return c;
+}
+
+std::optional<int> run_tune_commands(const TuneCommands& c) {
+  if (c.tune->parsed()) return tune_command(*c.tune_args);
+  if (c.bench->parsed()) return bench_command(*c.bench_args);
+  return std::nullopt;
+}
+
+}  // namespace tessera

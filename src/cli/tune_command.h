@@ -1,0 +1,40 @@
+/// `tessera tune` (search a workload's space, recording every measurement) and `tessera bench`
+/// (the best recorded configuration against the library a user would pick instead).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "tune/tuner.h"
+
+namespace tessera {
+
+struct TuneArgs {
+  std::string workload;
+  TuneParams params;
+  std::string db = "tessera.db";
+  int threads = 0;
+  bool json = false;
+};
+
+struct BenchArgs {
+  std::string workload;
+  std::string db = "tessera.db";
+  int threads = 0;
+  int repeat = 10;
+  bool json = false;
+};
+
+struct TuneCommands {
+  CLI::App* tune = nullptr;
+  CLI::App* bench = nullptr;
+  std::shared_ptr<TuneArgs> tune_args = std::make_shared<TuneArgs>();
+  std::shared_ptr<BenchArgs> bench_args = std::make_shared<BenchArgs>();
+};
+
+TuneCommands add_tune_commands(CLI::App& app);
+/// The exit code when one of these commands was given.
+std::optional<int> run_tune_commands(const TuneCommands& commands);
+
+}  // namespace tessera

@@ -1,0 +1,50 @@
+/// AutoTVM's Algorithm 1: a cost model fitted on every measurement guides parallel simulated
+/// annealing; the batch is a diverse selection from its best candidates plus an epsilon share of
+/// random ones.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "model/cost_model.h"
+#include "tune/tuner.h"
+
+namespace tessera {
+
+class ModelTuner : public Tuner {
+ public:
+  /// Features of a configuration's program; false when its strategy does not apply.
+  using FeatureFn = std::function<bool(const Config&, std::vector<float>*)>;
+
+  ModelTuner(const ConfigSpace& space, const TuneParams& params, std::unique_ptr<CostModel> model,
+             FeatureFn features);
+
+  std::vector<Config> propose(int n) override;
+  void observe(const std::vector<Config>& configs, const std::vector<double>& gflops) override;
+
+  /// The model's scores for configurations (-inf where the strategy does not apply).
+  std::vector<double> predict(const std::vector<Config>& configs);
+  /// Simulated annealing from the persistent chains: the best unvisited configurations found.
+  std::vector<std::pair<double, Config>> anneal();
+  /// Greedy submodular selection: n of the candidates maximizing normalised predicted score
+  /// plus alpha times the number of knob values a pick adds to those already covered.
+  static std::vector<Config> select_diverse(
+      const ConfigSpace& space, const std::vector<std::pair<double, Config>>& candidates, int n,
+      double alpha);
+
+ private:
+  const std::vector<float>* features_of(const Config& c);
+
+  TuneParams params_;
+  std::unique_ptr<CostModel> model_;
+  FeatureFn feature_fn_;
+  std::unordered_map<uint64_t, std::optional<std::vector<float>>> feature_cache_;
+  std::vector<std::vector<float>> train_x_;
+  std::vector<double> train_gflops_;
+  std::vector<Config> chains_;
+  bool fitted_ = false;
+};
+
+}  // namespace tessera

@@ -1,0 +1,65 @@
+/// Tuners propose configurations of a search space and learn from their measured throughput.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "ops/workload.h"
+#include "space/config_space.h"
+
+namespace tessera {
+
+/// Options of a tuning run. Defaults follow AutoTVM's XGBTuner where it has one.
+struct TuneParams {
+  std::string tuner = "xgb";          // xgb (rank loss), xgb-reg (regression), random, grid, ga
+  std::string features = "relation";  // relation | context | knob
+  int trials = 256;
+  int batch_size = 64;  // b: configurations measured between model updates
+  // Simulated annealing over the model (AutoTVM: 128 chains, 500 steps, early stop 50).
+  int sa_chains = 128;
+  int sa_steps = 500;
+  int sa_early_stop = 50;
+  int plan_size = 128;  // λb: the best unmeasured configurations SA keeps for selection
+  double diversity_alpha =
+      0.2;                // weight of each newly covered knob value (scores are scaled to [0, 1])
+  double epsilon = 0.05;  // share of each batch drawn at random
+  int ga_population = 64;
+  double ga_mutation = 0.1;
+  uint64_t seed = 0;
+};
+
+class Tuner {
+ public:
+  explicit Tuner(const ConfigSpace& space, uint64_t seed) : space_(space), rng_(seed) {}
+  virtual ~Tuner() = default;
+
+  /// Up to n configurations never proposed or observed before (fewer when the space runs out).
+  virtual std::vector<Config> propose(int n) = 0;
+  /// Measured throughput of configurations (GFLOP/s; 0 for failures). Also used to resume from
+  /// records: observed configurations are never proposed again.
+  virtual void observe(const std::vector<Config>& configs, const std::vector<double>& gflops);
+
+  bool visited(const Config& c) const { return visited_.count(space_.to_index(c)) > 0; }
+  /// Seconds spent in model fitting and search so far (not in measurement).
+  double overhead_seconds() const { return overhead_seconds_; }
+
+ protected:
+  /// A random configuration not visited yet (nullopt-like: returns false when none was found).
+  bool sample_unvisited(Config* out, int attempts = 1000);
+  void mark(const Config& c) { visited_.insert(space_.to_index(c)); }
+
+  const ConfigSpace& space_;
+  std::mt19937_64 rng_;
+  std::unordered_set<uint64_t> visited_;
+  double overhead_seconds_ = 0;
+};
+
+/// The tuner `params.tuner` names, for the space of `op`; throws tessera::Error on an unknown name.
+std::unique_ptr<Tuner> make_tuner(const ConfigSpace& space, const OpInstance& op,
+                                  const TuneParams& params);
+
+}  // namespace tessera

@@ -1,0 +1,87 @@
+#include "space/config_space.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "ops/templates.h"
+#include "schedule/strategy_parser.h"
+#include "test_util.h"
+
+namespace tessera {
+namespace {
+
+TEST(ConfigSpace, SplitKnobs) {
+  Knob all = split_knob("t", 12, 2, SplitPolicy::kAllFactors, 100);
+  EXPECT_EQ(all.values.size(), 6u);  // inner factor 1, 2, 3, 4, 6, 12
+  for (const auto& v : all.values) EXPECT_EQ(v[0] * v[1], 12);
+  Knob three = split_knob("t", 8, 3, SplitPolicy::kAllFactors, 100);
+  for (const auto& v : three.values) EXPECT_EQ(v[0] * v[1] * v[2], 8);
+  EXPECT_EQ(three.values.size(), 10u);
+  Knob pow2 = split_knob("t", 100, 2, SplitPolicy::kPowersOfTwo, 16);
+  std::set<int64_t> inner;
+  for (const auto& v : pow2.values) {
+    inner.insert(v[1]);
+    EXPECT_GE(v[0] * v[1], 100);
+  }
+  EXPECT_EQ(inner, (std::set<int64_t>{1, 2, 4, 8, 16}));
+  Knob from = split_knob_from("t", 10, {{4}, {16}});
+  ASSERT_EQ(from.values.size(), 1u);  // 16 does not fit in 10
+  EXPECT_EQ(from.values[0], (std::vector<int64_t>{3, 4}));
+}
+
+TEST(ConfigSpace, IndexRoundTripAndNeighbours) {
+  ConfigSpace space = matmul_space(64, 64, 64);
+  ASSERT_GT(space.size(), 1000u);
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 200; ++i) {
+    uint64_t index = rng() % space.size();
+    EXPECT_EQ(space.to_index(space.from_index(index)), index);
+  }
+  Config c = space.sample(rng);
+  std::vector<Config> ns = space.neighbours(c);
+  size_t expected = 0;
+  for (const Knob& k : space.knobs()) expected += k.values.size() - 1;
+  EXPECT_EQ(ns.size(), expected);
+  for (const Config& n : ns) {
+    int differ = 0;
+    for (size_t k = 0; k < c.choice.size(); ++k) differ += n.choice[k] != c.choice[k];
+    EXPECT_EQ(differ, 1);
+  }
+  for (int i = 0; i < 50; ++i) {
+    Config n = space.random_neighbour(c, rng);
+    int differ = 0;
+    for (size_t k = 0; k < c.choice.size(); ++k) differ += n.choice[k] != c.choice[k];
+    EXPECT_EQ(differ, 1);
+  }
+}
+
+// Every configuration of a template prints as strategy text that parses back, and a sample of
+// them computes the operator's result.
+TEST(Templates, ConfigurationsPrintParseAndCompute) {
+  for (const char* w : {"matmul:M=24,N=40,K=12", "conv2d:N=1,C=4,H=9,W=9,O=8,K=3,S=1,P=1",
+                        "conv2d:N=1,C=3,H=8,W=8,O=4,K=1,S=2,P=0"}) {
+    SCOPED_TRACE(w);
+    Workload workload = parse_workload(w);
+    OpInstance op = instantiate(workload);
+    ConfigSpace space = space_for(workload);
+    std::mt19937_64 rng(11);
+    int applied = 0;
+    for (int i = 0; i < 40; ++i) {
+      Config c = space.sample(rng);
+      ProgramStrategy s = space.instantiate(c);
+      EXPECT_EQ(parse_strategy(s.text()).text(), s.text());
+      RewriteResult<Program> r = s(op.program);
+      if (!r) continue;
+      ++applied;
+      EXPECT_TRUE(testing::interpreter_matches_reference(op, r.program(), i))
+          << space.describe(c) << "\n"
+          << s.text();
+    }
+    EXPECT_GT(applied, 20);
+  }
+  EXPECT_THROW(space_for(parse_workload("add:M=4,N=4")), Error);
+}
+
+}  // namespace
+}  // namespace tessera
