@@ -3,6 +3,7 @@
 #include <xgboost/c_api.h>
 
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -53,6 +54,10 @@ std::vector<float> flatten(const std::vector<std::vector<float>>& x, size_t* col
 constexpr const char* kPredictConfig =
     R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, )"
     R"("strict_shape": false})";
+
+constexpr const char* kInplaceConfig =
+    R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, )"
+    R"("strict_shape": false, "missing": NaN, "cache_id": 0})";
 
 std::vector<float> predict_dmatrix(BoosterHandle booster, DMatrixHandle dmat, size_t rows) {
   const bst_ulong* shape = nullptr;
@@ -208,10 +213,19 @@ std::vector<float> XGBoostModel::predict_flat(const float* data, size_t rows, si
     throw_error("cost model: rows have {} features, the model was trained on {}", cols,
                 num_features_);
   }
-  DMatrix d;
-  make_dmatrix(data, rows, cols, &d);
+  // In-place prediction over the dense rows (an array-interface view, no DMatrix copy): the
+  // whole batch in one call.
+  std::string array =
+      fmt::format(R"({{"data": [{}, true], "shape": [{}, {}], "typestr": "<f4", "version": 3}})",
+                  reinterpret_cast<uintptr_t>(data), rows, cols);
+  const bst_ulong* shape = nullptr;
+  bst_ulong dim = 0;
+  const float* result = nullptr;
   std::lock_guard<std::mutex> lock(*mutex_);
-  return predict_dmatrix(booster_.get(), d.handle, rows);
+  check(XGBoosterPredictFromDense(booster_.get(), array.c_str(), kInplaceConfig, nullptr, &shape,
+                                  &dim, &result),
+        "XGBoosterPredictFromDense");
+  return std::vector<float>(result, result + rows);
 }
 
 std::vector<float> XGBoostModel::predict(const std::vector<std::vector<float>>& x) const {

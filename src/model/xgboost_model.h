@@ -61,7 +61,8 @@ class XGBoostModel : public CostModel {
   /// labels XGBoost learns a constant. Non-finite labels count as failures (0). Throws
   /// tessera::Error on rows of different lengths or a failing XGBoost call.
   void fit(const std::vector<std::vector<float>>& x, const std::vector<float>& y) override;
-  /// One DMatrix for all rows. An unfitted model predicts 0 for every row. Throws
+  /// All rows in one in-place XGBoost call (no DMatrix copy). An unfitted model predicts 0 for
+  /// every row. Throws
   /// tessera::Error when the row length differs from the one the model was trained on.
   std::vector<float> predict(const std::vector<std::vector<float>>& x) const override;
   /// Predictions for rows stored one after another in `data` (rows * cols floats).

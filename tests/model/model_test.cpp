@@ -141,7 +141,9 @@ TEST(ModelXGBoost, TinyTrainingSetsPredictAConstant) {
 }
 
 TEST(ModelXGBoost, RejectsRaggedRows) {
-  XGBoostModel m;
+  XGBoostParams p;
+  p.nthread = 1;
+  XGBoostModel m(p);
   EXPECT_THROW(m.fit({{1, 2}, {1}}, {1, 0}), Error);
   EXPECT_THROW(m.fit({{1, 2}}, {1, 0}), Error);
   m.fit({{1, 2}, {2, 1}, {3, 3}}, {0.2f, 1.0f, 0.5f});
@@ -172,6 +174,7 @@ TEST(ModelXGBoost, SameSeedSameModel) {
   XGBoostParams p;
   p.subsample = 0.8;
   p.seed = 11;
+  p.nthread = 1;
   XGBoostModel a(p), b(p);
   a.fit(train.x, train.y);
   b.fit(train.x, train.y);
