@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -62,7 +63,7 @@ std::vector<Candidate> candidates() {
 int main(int argc, char** argv) {
   CLI::App app{"Cost model benchmark: feature extraction, fit, prediction"};
   int reps = 2000;
-  int threads = 2;
+  int threads = 1;
   app.add_option("--reps", reps, "Extractions timed per feature kind")->capture_default_str();
   app.add_option("--threads", threads, "Threads for batched extraction and XGBoost")
       ->capture_default_str();

@@ -44,7 +44,10 @@ struct XGBoostParams {
   /// XGBoost's and AutoTVM's 1 learns slowly on one large group: on the synthetic set of
   /// tests/model, 8 raises held-out recall@30 from about 0.8 to 0.9 at the same fit time.
   int rank_pair_samples = 8;
-  int nthread = 0;    // XGBoost's threads; 0: all cores
+  /// XGBoost's threads; 0: all cores. 1 by default: training sets of a tuner (up to a few
+  /// thousand rows) gain little from threads, and on cores shared with builds and measurements
+  /// XGBoost's OpenMP threads slow fits down several times (bench/bench_model).
+  int nthread = 1;
   uint64_t seed = 0;  // XGBoost's seed and the validation split's
 };
 
