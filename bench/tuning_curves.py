@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Tuning curves as in AutoTVM's Fig. 4: best GFLOP/s against trials for several tuners and seeds.
+
+Runs `tessera tune --json` once per (workload, tuner, seed) with a fresh records DB, writes every
+curve to a CSV and draws one panel per workload into a PNG (matplotlib, from Debian's
+python3-matplotlib). Example (the full experiment takes hours on 2 cores):
+
+  python3 bench/tuning_curves.py --trials 800 --seeds 0 1 2 \
+      --workloads matmul:M=1024,N=1024,K=1024 conv2d:N=1,C=64,H=56,W=56,O=64,K=3,S=1,P=1 \
+      --out docs/tuning-curves
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def tune(tessera, workload, tuner, seed, trials, batch, threads):
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [tessera, "tune", workload, "--tuner", tuner, "--seed", str(seed), "--trials", str(trials),
+               "--batch", str(batch), "--db", os.path.join(tmp, "curve.db"), "--json"]
+        if threads:
+            cmd += ["--threads", str(threads)]
+        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+        return json.loads(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tessera", default="build/tessera")
+    p.add_argument("--workloads", nargs="+", default=["matmul:M=1024,N=1024,K=1024"])
+    p.add_argument("--tuners", nargs="+", default=["xgb", "xgb-reg", "random", "ga"])
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    p.add_argument("--trials", type=int, default=128)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--out", default="docs/tuning-curves", help="prefix of the .csv and .png written")
+    args = p.parse_args()
+
+    rows = []
+    for w in args.workloads:
+        for t in args.tuners:
+            for s in args.seeds:
+                r = tune(args.tessera, w, t, s, args.trials, args.batch, args.threads)
+                print(f"{w} {t} seed {s}: best {r['best_gflops']:.1f} GFLOP/s after {r['trials']} trials, "
+                      f"{r['seconds']:.0f} s ({r['tuner_seconds']:.0f} s model and search)", file=sys.stderr)
+                for i, g in enumerate(r["best_curve"]):
+                    rows.append({"workload": w, "tuner": t, "seed": s, "trial": i + 1, "best_gflops": g})
+                rows.append({"workload": w, "tuner": t, "seed": s, "trial": "seconds",
+                             "best_gflops": f"{r['seconds']:.1f}/{r['tuner_seconds']:.1f}"})
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out + ".csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["workload", "tuner", "seed", "trial", "best_gflops"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(args.workloads), figsize=(6 * len(args.workloads), 4), squeeze=False)
+    for ax, w in zip(axes[0], args.workloads):
+        for t in args.tuners:
+            curves = [[r["best_gflops"] for r in rows if r["workload"] == w and r["tuner"] == t and r["seed"] == s
+                       and r["trial"] != "seconds"] for s in args.seeds]
+            n = min(len(c) for c in curves)
+            mean = [sum(c[i] for c in curves) / len(curves) for i in range(n)]
+            ax.plot(range(1, n + 1), mean, label=t)
+        ax.set_title(w, fontsize=8)
+        ax.set_xlabel("trials")
+        ax.set_ylabel("best GFLOP/s (mean over seeds)")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(args.out + ".png", dpi=120)
+    print(f"wrote {args.out}.csv and {args.out}.png", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
