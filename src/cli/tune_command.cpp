@@ -3,13 +3,12 @@
 #include <cblas.h>
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.h>
-
-#include <cstring>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <unistd.h>
 
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "bench/openblas_env.h"
 #include "db/record_db.h"
@@ -91,15 +90,17 @@ struct Baseline {
 // data and weights already in them: the best a user of the library gets for inference.
 Baseline onednn_conv2d(const OpInstance& op, const Workload& w, int repeat) {
   using dnnl::memory;
-  int64_t n = w.get("N"), c = w.get("C"), h = w.get("H"), wd = w.get("W"), o = w.get("O"), k = w.get("K"),
-          s = w.get("S"), p = w.get("P");
+  int64_t n = w.get("N"), c = w.get("C"), h = w.get("H"), wd = w.get("W"), o = w.get("O"),
+          k = w.get("K"), s = w.get("S"), p = w.get("P");
   int64_t oh = (h + 2 * p - k) / s + 1, ow = (wd + 2 * p - k) / s + 1;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
-  auto any = [](memory::dims d) { return memory::desc(d, memory::data_type::f32, memory::format_tag::any); };
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                       any({n, c, h, wd}), any({o, c, k, k}), any({n, o, oh, ow}), {s, s}, {p, p},
-                                       {p, p});
+  auto any = [](memory::dims d) {
+    return memory::desc(d, memory::data_type::f32, memory::format_tag::any);
+  };
+  dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any({n, c, h, wd}),
+      any({o, c, k, k}), any({n, o, oh, ow}), {s, s}, {p, p}, {p, p});
   dnnl::convolution_forward::primitive_desc pd(desc, engine);
   memory src(pd.src_desc(), engine), weights(pd.weights_desc(), engine), dst(pd.dst_desc(), engine);
   std::memset(src.get_data_handle(), 0, pd.src_desc().get_size());
@@ -107,7 +108,8 @@ Baseline onednn_conv2d(const OpInstance& op, const Workload& w, int repeat) {
   dnnl::convolution_forward conv(pd);
   Timing t = time_function(
       [&] {
-        conv.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+        conv.execute(stream,
+                     {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
         stream.wait();
       },
       repeat);
