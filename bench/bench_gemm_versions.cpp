@@ -1,6 +1,5 @@
 // TVM's "how to optimize GEMM on CPU" versions, written as tessera strategies (schedule/library),
 // next to OpenBLAS in the same run: GFLOP/s, ratio, rewrite steps and rewrite time per version.
-#include <cblas.h>
 
 #include <CLI/CLI.hpp>
 #include <fstream>
@@ -41,20 +40,8 @@ int main(int argc, char** argv) {
                  workload)
           << "|---|---|---|---|---|---|---|\n";
     for (int threads : thread_counts) {
-      openblas_set_num_threads(threads);
-      NDArray a = NDArray::empty({size, size}, DType::kFloat32);
-      NDArray b = NDArray::empty({size, size}, DType::kFloat32);
-      NDArray c = NDArray::empty({size, size}, DType::kFloat32);
-      a.fill_random(1);
-      b.fill_random(2);
-      auto n = static_cast<int>(size);
-      Timing blas = time_function(
-          [&] {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
-                        a.data_as<float>(), n, b.data_as<float>(), n, 0.0f, c.data_as<float>(), n);
-          },
-          repeat);
-      double blas_gflops = op.flops / blas.median * 1e-9;
+      double blas_gflops =
+          op.flops / bench::time_openblas_sgemm(size, size, size, threads, repeat) * 1e-9;
       for (const NamedStrategy& v : gemm_versions(bn, kfactor)) {
         RewriteStats stats;
         RewriteResult<Program> r = v.strategy(op.program, &stats);

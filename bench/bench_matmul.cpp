@@ -1,6 +1,5 @@
 // matmul: tessera with no strategy and with a blocked strategy, against OpenBLAS's cblas_sgemm,
 // measured in the same process. Prints a Markdown table of GFLOP/s and ratios.
-#include <cblas.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -63,20 +62,8 @@ int main(int argc, char** argv) {
     table << "| " << workload
           << " | threads | GFLOP/s | vs OpenBLAS | correct |\n|---|---|---|---|---|\n";
     for (int threads : thread_counts) {
-      openblas_set_num_threads(threads);
-      NDArray a = NDArray::empty({size, size}, DType::kFloat32);
-      NDArray b = NDArray::empty({size, size}, DType::kFloat32);
-      NDArray c = NDArray::empty({size, size}, DType::kFloat32);
-      a.fill_random(1);
-      b.fill_random(2);
-      auto n = static_cast<int>(size);
-      Timing blas = time_function(
-          [&] {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
-                        a.data_as<float>(), n, b.data_as<float>(), n, 0.0f, c.data_as<float>(), n);
-          },
-          repeat);
-      double blas_gflops = op.flops / blas.median * 1e-9;
+      double blas_gflops =
+          op.flops / bench::time_openblas_sgemm(size, size, size, threads, repeat) * 1e-9;
 
       EvaluateParams params;
       params.threads = threads;

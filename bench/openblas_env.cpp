@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "runtime/ndarray.h"
+#include "runtime/timer.h"
+
 namespace tessera::bench {
 
 namespace {
@@ -37,6 +40,22 @@ void use_openblas_at_its_best(char** argv) {
   setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
   setenv(kForcedMarker, core.c_str(), 1);
   reexec(argv);
+}
+
+double time_openblas_sgemm(int64_t m, int64_t n, int64_t k, int threads, int repeat) {
+  openblas_set_num_threads(threads);
+  NDArray a = NDArray::empty({m, k}, DType::kFloat32), b = NDArray::empty({k, n}, DType::kFloat32),
+          c = NDArray::empty({m, n}, DType::kFloat32);
+  a.fill_random(1);
+  b.fill_random(2);
+  auto mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+  Timing t = time_function(
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, a.data_as<float>(),
+                    ki, b.data_as<float>(), ni, 0.0f, c.data_as<float>(), ni);
+      },
+      repeat);
+  return t.median;
 }
 
 std::string openblas_core_description() {

@@ -1,6 +1,7 @@
 /// Making OpenBLAS run its best kernels in a benchmark process (and only there).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace tessera::bench {
@@ -11,6 +12,10 @@ namespace tessera::bench {
 /// about 5x slower here; on such a CPU this re-executes once more naming the SkylakeX kernels.
 /// Call first thing in main().
 void use_openblas_at_its_best(char** argv);
+
+/// Median seconds of one row-major C = A x B (M x K times K x N, float32) by cblas_sgemm, on
+/// seeded random inputs, with OpenBLAS set to `threads` threads.
+double time_openblas_sgemm(int64_t m, int64_t n, int64_t k, int threads, int repeat);
 
 /// openblas_get_corename(), and what OpenBLAS had detected by itself when it was overridden.
 std::string openblas_core_description();

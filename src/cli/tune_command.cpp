@@ -1,6 +1,5 @@
 #include "cli/tune_command.h"
 
-#include <cblas.h>
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <unistd.h>
@@ -126,15 +125,8 @@ std::vector<Baseline> library_baselines(const OpInstance& op, const Workload& w,
           c = NDArray::empty({m, n}, DType::kFloat32);
   a.fill_random(1);
   b.fill_random(2);
-  auto mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
-  Timing blas = time_function(
-      [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, a.data_as<float>(),
-                    ki, b.data_as<float>(), ni, 0.0f, c.data_as<float>(), ni);
-      },
-      repeat);
   out.push_back({"OpenBLAS cblas_sgemm (" + bench::openblas_core_description() + ")",
-                 op.flops / blas.median * 1e-9});
+                 op.flops / bench::time_openblas_sgemm(m, n, k, num_threads(), repeat) * 1e-9});
   Timing dnnl = time_function(
       [&] {
         dnnl_sgemm('N', 'N', m, n, k, 1.0f, a.data_as<float>(), k, b.data_as<float>(), n, 0.0f,
