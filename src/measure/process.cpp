@@ -116,21 +116,4 @@ std::string describe_wait_status(int status) {
   return "status " + std::to_string(status);
 }
 
-std::string first_lines(const std::string& text, int n) {
-  size_t pos = 0;
-  for (int i = 0; i < n && pos != std::string::npos; ++i) {
-    pos = text.find('\n', pos);
-    if (pos != std::string::npos) ++pos;
-  }
-  if (pos == std::string::npos || pos >= text.size()) return text;
-  return text.substr(0, pos) + "[...]\n";
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace tessera

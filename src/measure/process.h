@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/text_file.h"
+
 namespace tessera {
 
 struct SpawnSpec {
@@ -42,9 +44,5 @@ bool process_running(pid_t pid);
 std::string describe_wait_status(int status);
 /// "SIGSEGV"; "signal 42" for one without a name.
 std::string signal_name(int sig);
-
-/// The first `n` lines of `text`, with "[...]" when more followed.
-std::string first_lines(const std::string& text, int n);
-std::string read_text_file(const std::string& path);
 
 }  // namespace tessera

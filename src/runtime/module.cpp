@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/text_file.h"
 #include "te/error.h"
 
 extern char** environ;
@@ -58,29 +59,6 @@ class TempDir {
   std::string path_;
 };
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out.good()) throw_error("cannot write {}", path);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string first_lines(const std::string& text, int n) {
-  size_t pos = 0;
-  for (int i = 0; i < n && pos != std::string::npos; ++i) {
-    pos = text.find('\n', pos);
-    if (pos != std::string::npos) ++pos;
-  }
-  if (pos == std::string::npos || pos >= text.size()) return text;
-  return text.substr(0, pos) + "[...]\n";
-}
-
 // Runs argv (argv[0] looked up in PATH) with stdout and stderr going to log_path. No shell is
 // involved, so paths and flags need no quoting. Throws unless the process exits with status 0.
 void run_compiler(const std::vector<std::string>& argv, const std::string& log_path) {
@@ -107,7 +85,7 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& log_p
   std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
                                       : fmt::format("signal {}", WTERMSIG(status));
   throw_error("C compiler '{}' failed ({}):\n{}", argv[0], how,
-              first_lines(read_file(log_path), 20));
+              first_lines(read_text_file(log_path), 20));
 }
 
 std::vector<std::string> compiler_command(const CompileOptions& opts, bool keep_shared) {
@@ -144,7 +122,7 @@ Module Module::compile(const std::string& c_code, const CompileOptions& opts) {
   TempDir dir;
   const std::string source = dir.file("kernel.c");
   const std::string object = dir.file("kernel.so");
-  write_file(source, c_code);
+  write_text_file(source, c_code);
   std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/true);
   argv.insert(argv.end(), {"-o", object, source});
   run_compiler(argv, dir.file("compiler.log"));
@@ -181,11 +159,11 @@ std::string compile_to_assembly(const std::string& c_code, const CompileOptions&
   TempDir dir;
   const std::string source = dir.file("kernel.c");
   const std::string assembly = dir.file("kernel.s");
-  write_file(source, c_code);
+  write_text_file(source, c_code);
   std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/false);
   argv.insert(argv.end(), {"-S", "-o", assembly, source});
   run_compiler(argv, dir.file("compiler.log"));
-  return read_file(assembly);
+  return read_text_file(assembly);
 }
 
 void set_num_threads(int n) {

@@ -1,29 +1,15 @@
 // Runs the real `tessera` binary: messages, exit codes and the JSON result.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_util.h"
+
 namespace {
 
-struct Outcome {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
-
-Outcome run_cli(const std::string& args) {
-  std::string cmd = std::string(TESSERA_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Outcome = tessera::testing::CliOutcome;
+using tessera::testing::run_cli;
 
 int line_count(const std::string& s) {
   int n = 0;

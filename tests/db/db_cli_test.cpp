@@ -2,13 +2,11 @@
 // corrupt files reported in one line and left exactly as they were.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
+#include "cli_util.h"
 #include "db_test_util.h"
 
 namespace tessera {
@@ -18,21 +16,8 @@ using testing::file_bytes;
 using testing::ScratchDir;
 using testing::write_bytes;
 
-struct Outcome {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
-
-Outcome run_cli(const std::string& args) {
-  std::string cmd = std::string(TESSERA_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Outcome = tessera::testing::CliOutcome;
+using tessera::testing::run_cli;
 
 int lines(const std::string& s) {
   int n = 0;
