@@ -46,45 +46,53 @@ ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k) {
   return ConfigSpace(fmt::format("matmul:M={},N={},K={}", m, n, k), std::move(knobs), instantiate);
 }
 
+// TVM's x86 conv2d_NCHWc as a strategy on the plain NCHW program: output channels are the vector
+// lanes (a register tile of tile_ow columns x tile_oc channels), the weights are packed into
+// [O/oc][C][K][K][oc] blocks so one contiguous vector load feeds tile_ow FMAs, and the output
+// block accumulates in a [x][o] cache that is transposed back to NCHW once per block.
 ConfigSpace conv2d_space(const Workload& w) {
-  int64_t c_in = w.get("C"), h = w.get("H"), wd = w.get("W"), o = w.get("O"), kk = w.get("K"),
-          s = w.get("S"), p = w.get("P");
+  int64_t c_in = w.get("C"), wd = w.get("W"), o = w.get("O"), kk = w.get("K"), s = w.get("S"),
+          p = w.get("P");
   int64_t ow = (wd + 2 * p - kk) / s + 1;
-  (void)h;
   std::vector<Knob> knobs{
-      split_knob_from("tile_o", o, {{1}, {2}, {4}, {8}, {16}}),
-      split_knob_from("tile_x", ow, {{4}, {7}, {8}, {14}, {16}, {28}, {32}}),
-      split_knob("tile_c", c_in, 2, SplitPolicy::kPowersOfTwo, 16),
-      choice_knob("order", {"c_outer", "c_inner"}),
-      choice_knob("pad", p > 0 ? std::vector<std::string>{"root", "inline", "at_row"}
+      split_knob_from("tile_oc", o, {{1, 16}, {2, 16}, {3, 16}, {4, 16}, {1, 8}, {1, 4}}),
+      split_knob_from("tile_ow", ow, {{1}, {2}, {4}, {7}, {8}, {14}, {16}, {28}}),
+      split_knob("tile_ic", c_in, 2, SplitPolicy::kPowersOfTwo, 64),
+      choice_knob("order", {"oc_first", "row_first"}),
+      choice_knob("pad", p > 0 ? std::vector<std::string>{"root", "at_row"}
                                : std::vector<std::string>{"none"}),
-      choice_knob("cache", {"none", "write_cache"}),
       choice_knob("unroll_kw", {"off", "on"}),
-      choice_knob("parallel", {"off", "outer"}),
+      choice_knob("parallel", {"off", "outer", "fused"}),
   };
   std::string n_loop = p > 0 ? "conv.n" : "n";
   auto instantiate = [n_loop](const ConfigSpace& sp, const Config& c) {
-    std::vector<ProgramStrategy> steps{split("o", sp.value(c, "tile_o")[1]),
-                                       split("x", sp.value(c, "tile_x")[1]),
-                                       split("rc", sp.value(c, "tile_c")[1])};
-    if (sp.value0(c, "order") == 0) {
-      steps.push_back(reorder({n_loop, "o.outer", "y", "x.outer", "rc.outer", "ry", "rx",
-                               "rc.inner", "o.inner", "x.inner"}));
-    } else {
-      steps.push_back(reorder({n_loop, "o.outer", "y", "x.outer", "rc.outer", "rc.inner", "ry",
-                               "rx", "o.inner", "x.inner"}));
-    }
-    steps.push_back(vectorize("x.inner"));
-    steps.push_back(unroll("o.inner"));
+    const auto& toc = sp.value(c, "tile_oc");
+    int64_t oc_block = toc[1] * toc[2];
+    bool oc_first = sp.value0(c, "order") == 0;
+    std::vector<ProgramStrategy> steps{split("o", oc_block), split("o.inner", toc[2]),
+                                       split("x", sp.value(c, "tile_ow")[1]),
+                                       split("rc", sp.value(c, "tile_ic")[1])};
+    std::string first = oc_first ? "o.outer" : "y", second = oc_first ? "y" : "o.outer";
+    steps.push_back(reorder({n_loop, first, second, "x.outer", "rc.outer", "ry", "rx", "rc.inner",
+                             "x.inner", "o.inner.outer", "o.inner.inner"}));
+    steps.push_back(vectorize("o.inner.inner"));
+    steps.push_back(unroll("o.inner.outer"));
+    steps.push_back(unroll("x.inner"));
     if (sp.value0(c, "unroll_kw") == 1) steps.push_back(unroll("rx"));
-    if (sp.value0(c, "cache") == 1) steps.push_back(cache_write("conv", "x.outer"));
-    int64_t pad = sp.value0(c, "pad");
-    const std::string& pad_label = sp.knobs()[4].labels[static_cast<size_t>(pad)];
-    if (pad_label == "inline") steps.push_back(compute_inline("pad"));
+    steps.push_back(pack("weight", 0, oc_block));
+    steps.push_back(cache_write("conv", "x.outer", {0, 2, 3, 1}));
+    const std::string& pad_label = sp.knobs()[4].labels[static_cast<size_t>(sp.value0(c, "pad"))];
     if (pad_label == "at_row") steps.push_back(compute_at("pad", "y"));
-    if (sp.value0(c, "parallel") == 1) {
-      steps.push_back(parallel("o.outer"));
+    int64_t parallel_mode = sp.value0(c, "parallel");
+    if (parallel_mode != 0) {
+      if (parallel_mode == 1) {
+        steps.push_back(parallel(first));
+      } else {
+        steps.push_back(fuse(first, second));
+        steps.push_back(parallel(first + "." + second + ".fused"));
+      }
       steps.push_back(parallel("o.init"));
+      steps.push_back(parallel("weight.pack.0"));
       if (pad_label == "root") steps.push_back(parallel("c"));
     }
     return seq_all(steps);

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "schedule/location.h"
 #include "schedule/rules.h"
@@ -11,14 +12,15 @@ namespace tessera {
 namespace {
 
 // A nest over the box copying between the buffer and its cache, guarded to the buffer's bounds.
+// Its loops follow the local layout, so the copy walks the cache contiguously.
 Stmt copy_nest(const Buffer& global, const Buffer& local, const std::vector<Expr>& offset,
-               bool into_local, const std::string& loop_prefix) {
+               const std::vector<size_t>& order, bool into_local, const std::string& loop_prefix) {
   std::vector<Var> vars;
-  std::vector<Expr> local_idx, global_idx;
+  std::vector<Expr> local_idx, global_idx(offset.size());
   for (size_t d = 0; d < local->shape.size(); ++d) {
     vars.emplace_back(fmt::format("{}.{}", loop_prefix, d));
     local_idx.push_back(vars.back());
-    global_idx.push_back(offset[d] + vars.back());
+    global_idx[order[d]] = offset[order[d]] + vars.back();
   }
   Stmt body = into_local ? make_store(local, local_idx, make_load(global, global_idx))
                          : make_store(global, global_idx, make_load(local, local_idx));
@@ -32,8 +34,8 @@ Stmt copy_nest(const Buffer& global, const Buffer& local, const std::vector<Expr
 }  // namespace
 
 RewriteResult<Program> cache_box(const Program& p, const std::string& text,
-                                 const std::string& stage, const std::string& loop_ref,
-                                 bool write) {
+                                 const std::string& stage, const std::string& loop_ref, bool write,
+                                 const std::vector<int64_t>& order) {
   auto fail = [&](const std::string& why) {
     return RewriteResult<Program>::not_applicable(text, why);
   };
@@ -55,13 +57,33 @@ RewriteResult<Program> cache_box(const Program& p, const std::string& text,
   std::string local_name = stage + ".local";
   if (find_buffer(p, local_name)) return fail("a buffer named " + local_name + " exists already");
 
-  Buffer local = make_buffer(local_name, buffer->dtype, box.extent);
+  size_t rank = buffer->shape.size();
+  std::vector<size_t> layout(rank);
+  if (order.empty()) {
+    for (size_t d = 0; d < rank; ++d) layout[d] = d;
+  } else {
+    std::vector<bool> seen(rank, false);
+    bool permutation = order.size() == rank;
+    for (size_t d = 0; permutation && d < rank; ++d) {
+      permutation = order[d] >= 0 && order[d] < static_cast<int64_t>(rank) && !seen[order[d]];
+      if (!permutation) break;
+      seen[order[d]] = true;
+      layout[d] = static_cast<size_t>(order[d]);
+    }
+    if (!permutation)
+      return fail(
+          fmt::format("the layout must be a permutation of the {} dimensions of {}", rank, stage));
+  }
+  std::vector<int64_t> extent;
+  for (size_t d : layout) extent.push_back(box.extent[d]);
+  Buffer local = make_buffer(local_name, buffer->dtype, extent);
   std::vector<Expr> offset;
   for (size_t d = 0; d < box.base.size(); ++d)
     offset.push_back(simplify(box.base[d] + make_int(box.lo[d])));
-  std::vector<Stmt> parts{copy_nest(buffer, local, offset, true, stage + ".load")};
-  parts.push_back(redirect_buffer(at->body, buffer, local, offset));
-  if (write) parts.push_back(copy_nest(buffer, local, offset, false, stage + ".store"));
+  std::vector<Stmt> parts{copy_nest(buffer, local, offset, layout, true, stage + ".load")};
+  parts.push_back(redirect_buffer(at->body, buffer, local, offset,
+                                  order.empty() ? std::vector<size_t>{} : layout));
+  if (write) parts.push_back(copy_nest(buffer, local, offset, layout, false, stage + ".store"));
   Stmt new_body = make_allocate(local, make_seq(parts));
 
   class Replace : public StmtMutator {
@@ -84,10 +106,13 @@ RewriteResult<Program> cache_box(const Program& p, const std::string& text,
   return RewriteResult<Program>::success(std::move(out));
 }
 
-ProgramStrategy cache_write(const std::string& stage, const std::string& loop_ref) {
-  std::string text = fmt::format("cache_write({}, {})", stage, loop_ref);
+ProgramStrategy cache_write(const std::string& stage, const std::string& loop_ref,
+                            const std::vector<int64_t>& layout) {
+  std::string text = layout.empty() ? fmt::format("cache_write({}, {})", stage, loop_ref)
+                                    : fmt::format("cache_write({}, {}, {})", stage, loop_ref,
+                                                  fmt::join(layout, ", "));
   return ProgramStrategy(
-      text, [=](const Program& p) { return cache_box(p, text, stage, loop_ref, true); });
+      text, [=](const Program& p) { return cache_box(p, text, stage, loop_ref, true, layout); });
 }
 
 }  // namespace tessera

@@ -29,8 +29,9 @@ class PackedLoads : public StmtMutator {
       Expr split_index = load->indices[r_.dim_];
       std::vector<Expr> idx{split_index / make_int(r_.factor_)};
       for (size_t d = 0; d < load->indices.size(); ++d) {
-        idx.push_back(d == r_.dim_ ? split_index % make_int(r_.factor_) : load->indices[d]);
+        if (d != r_.dim_) idx.push_back(load->indices[d]);
       }
+      idx.push_back(split_index % make_int(r_.factor_));
       return make_load(r_.to_, std::move(idx));
     }
 
@@ -70,12 +71,14 @@ ProgramStrategy pack(const std::string& buffer_name, int64_t dim, int64_t factor
     std::string packed_name = buffer_name + ".packed";
     if (find_buffer(p, packed_name)) return fail(packed_name + " exists already");
 
-    // packed[a, ..., b, ...] = buffer[..., a*factor + b, ...], zero past the end of a partial
-    // block.
+    // packed[a, <other dims>, b] = buffer[..., a*factor + b, ...], zero past the end of a
+    // partial block. The block index goes innermost so that a loop vectorized over it reads
+    // contiguous lanes (weights [O][C][KH][KW] by dim 0 -> [O/f][C][KH][KW][f]).
     int64_t extent = buffer->shape[d];
     std::vector<int64_t> shape{(extent + factor - 1) / factor};
     for (size_t i = 0; i < buffer->shape.size(); ++i)
-      shape.push_back(i == d ? factor : buffer->shape[i]);
+      if (i != d) shape.push_back(buffer->shape[i]);
+    shape.push_back(factor);
     Buffer packed = make_buffer(packed_name, buffer->dtype, shape);
     std::vector<Var> vars;
     std::vector<Expr> packed_idx, source_idx;
@@ -83,9 +86,9 @@ ProgramStrategy pack(const std::string& buffer_name, int64_t dim, int64_t factor
       vars.emplace_back(fmt::format("{}.pack.{}", buffer_name, i));
       packed_idx.push_back(vars.back());
     }
-    Expr source_pos = Expr(vars[0]) * make_int(factor) + vars[d + 1];
-    for (size_t i = 0; i < buffer->shape.size(); ++i)
-      source_idx.push_back(i == d ? source_pos : Expr(vars[i + 1]));
+    Expr source_pos = Expr(vars[0]) * make_int(factor) + vars.back();
+    for (size_t i = 0, other = 1; i < buffer->shape.size(); ++i)
+      source_idx.push_back(i == d ? source_pos : Expr(vars[other++]));
     Expr value = make_load(buffer, source_idx);
     if (extent % factor != 0) {
       // A guarded read keeps the load in bounds: select evaluates only the chosen branch.

@@ -34,13 +34,18 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop);
 /// Replaces reads of intermediate `stage` by its defining expression and drops the stage.
 ProgramStrategy compute_inline(const std::string& stage);
 /// Accumulates the block of `stage` that one iteration of `loop` writes in a local buffer
-/// `<stage>.local`, copied in before the body and back after it.
-ProgramStrategy cache_write(const std::string& stage, const std::string& loop);
+/// `<stage>.local`, copied in before the body and back after it. `layout`, when given, orders the
+/// local buffer's dimensions (dimension layout[d] of the stage becomes its d-th): an NCHW
+/// convolution vectorized over output channels accumulates in a [.., x, o] block (layout
+/// 0, 2, 3, 1) and is transposed back once per block.
+ProgramStrategy cache_write(const std::string& stage, const std::string& loop,
+                            const std::vector<int64_t>& layout = {});
 /// Copies the block of `buffer` that one iteration of `loop` reads into `<buffer>.local` first.
 ProgramStrategy cache_read(const std::string& buffer, const std::string& loop);
 /// Array packing: input `buffer` is copied into `<buffer>.packed` with dimension `dim` split by
-/// `factor` and its outer part moved first (B[K][N] with dim 1 -> B.packed[N/f][K][f]); reads
-/// of the buffer become reads of the packed copy. A partial last block is zero-padded.
+/// `factor`, its outer part moved first and its inner part last (B[K][N] with dim 1 ->
+/// B.packed[N/f][K][f]; W[O][C][KH][KW] with dim 0 -> W.packed[O/f][C][KH][KW][f]); reads of
+/// the buffer become reads of the packed copy. A partial last block is zero-padded.
 ProgramStrategy pack(const std::string& buffer, int64_t dim, int64_t factor);
 
 }  // namespace tessera

@@ -151,13 +151,17 @@ class StatementRemover : public StmtMutator {
 // Redirects loads and stores of `from` to `to` with indices shifted by -offset.
 class Redirect : public StmtMutator {
  public:
-  Redirect(const Buffer& from, const Buffer& to, std::vector<Expr> offset)
-      : from_(from), to_(to), offset_(std::move(offset)) {}
+  Redirect(const Buffer& from, const Buffer& to, std::vector<Expr> offset,
+           std::vector<size_t> order)
+      : from_(from), to_(to), offset_(std::move(offset)), order_(std::move(order)) {}
 
  protected:
   std::vector<Expr> shift(const std::vector<Expr>& idx) const {
     std::vector<Expr> out;
-    for (size_t d = 0; d < idx.size(); ++d) out.push_back(simplify(idx[d] - offset_[d]));
+    for (size_t d = 0; d < idx.size(); ++d) {
+      size_t src = order_.empty() ? d : order_[d];
+      out.push_back(simplify(idx[src] - offset_[src]));
+    }
     return out;
   }
   class Loads : public ExprMutator {
@@ -190,6 +194,7 @@ class Redirect : public StmtMutator {
   const Buffer& from_;
   const Buffer& to_;
   std::vector<Expr> offset_;
+  std::vector<size_t> order_;
 };
 
 }  // namespace
@@ -324,8 +329,8 @@ bool allocated_inside(const Stmt& s, const Buffer& buffer) {
 }
 
 Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to,
-                     const std::vector<Expr>& offset) {
-  Redirect r(from, to, offset);
+                     const std::vector<Expr>& offset, const std::vector<size_t>& order) {
+  Redirect r(from, to, offset, order);
   return r.visit(s);
 }
 

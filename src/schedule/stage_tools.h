@@ -49,9 +49,10 @@ Stmt remove_statement(const Stmt& root, const Stmt& target);
 
 /// True if `buffer` is allocated somewhere inside `s` (it does not exist around `s`).
 bool allocated_inside(const Stmt& s, const Buffer& buffer);
-/// Loads and stores of `from` become accesses of `to` at index - offset.
+/// Loads and stores of `from` become accesses of `to` at index - offset. A non-empty `order`
+/// permutes the dimensions: dimension d of `to` is dimension order[d] of `from`.
 Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to,
-                     const std::vector<Expr>& offset);
+                     const std::vector<Expr>& offset, const std::vector<size_t>& order = {});
 /// Drops the allocation of `buffer` (keeping its body).
 Stmt remove_allocation(const Stmt& s, const Buffer& buffer);
 
@@ -61,8 +62,11 @@ Expr in_bounds(const Buffer& b, const std::vector<Expr>& indices);
 /// cache_write and cache_read: a local copy of the box of `buffer` that one iteration of the loop
 /// accesses, filled before the loop's body and, when `write`, copied back after it. Loops of the
 /// copies are named `<buffer>.load.<d>` and `<buffer>.store.<d>`; the copy is `<buffer>.local`.
+/// A non-empty `order` (a permutation of the dimensions) lays the copy out with dimension
+/// order[d] of the buffer as its d-th, so that a loop vectorized over any dimension can find it
+/// innermost and contiguous.
 RewriteResult<Program> cache_box(const Program& p, const std::string& rule_text,
-                                 const std::string& buffer, const std::string& loop_ref,
-                                 bool write);
+                                 const std::string& buffer, const std::string& loop_ref, bool write,
+                                 const std::vector<int64_t>& order = {});
 
 }  // namespace tessera

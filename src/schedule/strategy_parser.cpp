@@ -165,9 +165,13 @@ class Parser {
       std::string stage = name();
       expect(",");
       std::string loop = loop_ref();
+      std::vector<int64_t> layout;
+      if (head == "cache_write") {
+        while (accept(",")) layout.push_back(integer());
+      }
       expect(")");
       if (head == "compute_at") return compute_at(stage, loop);
-      return head == "cache_write" ? cache_write(stage, loop) : cache_read(stage, loop);
+      return head == "cache_write" ? cache_write(stage, loop, layout) : cache_read(stage, loop);
     }
     if (head == "compute_inline") {
       std::string stage = name();

@@ -72,6 +72,36 @@ TEST(StageRules, CacheWriteAccumulatesABlockLocally) {
                             "split(o, 2) ; cache_write(conv, o.outer) ; parallel(o.outer)");
 }
 
+TEST(StageRules, CacheWriteLayoutPutsTheVectorDimensionInnermost) {
+  const char* w = "conv2d:N=1,C=3,H=6,W=6,O=8,K=3,S=1,P=1";
+  std::string strategy =
+      "split(o, 4) ; split(x, 3) ; reorder(conv.n, o.outer, y, x.outer, rc, ry, rx, x.inner, "
+      "o.inner) ; pack(weight, 0, 4) ; cache_write(conv, x.outer, 0, 2, 3, 1) ; "
+      "vectorize(o.inner) ; unroll(x.inner)";
+  OpInstance op = instantiate(parse_workload(w));
+  std::string text = print_program(apply_ok(op, strategy));
+  // The [n][o][y][x] block is held as [n][y][x][o]: o.inner walks it with unit stride.
+  EXPECT_NE(text.find("alloc conv.local: float32[1, 1, 3, 4]"), std::string::npos) << text;
+  EXPECT_NE(text.find("conv.local[0, 0, x.inner, o.inner] = conv.local[0, 0, x.inner, o.inner]"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("weight.packed[o.outer, rc, ry, rx, o.inner]"), std::string::npos) << text;
+  expect_correct_everywhere(w, strategy);
+  expect_correct_everywhere("matmul:M=12,N=10,K=5",
+                            "split(i, 4) ; cache_write(C, i.outer, 1, 0) ; parallel(i.outer)");
+  // The text form keeps the layout.
+  EXPECT_EQ(parse_strategy("cache_write(conv, y, 0, 2, 3, 1)").text(),
+            "cache_write(conv, y, 0, 2, 3, 1)");
+  for (const char* bad : {"cache_write(conv, y, 0, 2, 3)", "cache_write(conv, y, 0, 2, 3, 3)",
+                          "cache_write(conv, y, 0, 2, 3, 4)"}) {
+    RewriteResult<Program> r = parse_strategy(bad)(op.program);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.message().find("the layout must be a permutation of the 4 dimensions of conv"),
+              std::string::npos)
+        << r.message();
+  }
+}
+
 TEST(StageRules, CacheReadCopiesTheBlockThatIsRead) {
   OpInstance op = instantiate(parse_workload("matmul:M=16,N=16,K=8"));
   std::string text = print_program(apply_ok(op, "split(i, 4) ; cache_read(A, i.outer)"));
@@ -80,7 +110,7 @@ TEST(StageRules, CacheReadCopiesTheBlockThatIsRead) {
                             "split(i, 4) ; cache_read(A, i.outer) ; parallel(i.outer)");
 }
 
-TEST(StageRules, PackMovesTheSplitDimensionFirstAndPadsPartialBlocks) {
+TEST(StageRules, PackMovesTheBlockFirstAndTheLaneLastAndPadsPartialBlocks) {
   OpInstance op = instantiate(parse_workload("matmul:M=8,N=20,K=6"));
   std::string text = print_program(apply_ok(op, "split(j, 8) ; pack(B, 1, 8)"));
   EXPECT_NE(text.find("alloc B.packed: float32[3, 6, 8]"), std::string::npos) << text;
@@ -89,6 +119,9 @@ TEST(StageRules, PackMovesTheSplitDimensionFirstAndPadsPartialBlocks) {
   expect_correct_everywhere("matmul:M=8,N=20,K=6",
                             "split(j, 8) ; pack(B, 1, 8) ; parallel(B.pack.0)");
   expect_correct_everywhere("conv2d:N=1,C=4,H=5,W=5,O=6,K=3,S=1,P=0", "pack(weight, 0, 4)");
+  OpInstance conv = instantiate(parse_workload("conv2d:N=1,C=4,H=5,W=5,O=6,K=3,S=1,P=0"));
+  text = print_program(apply_ok(conv, "pack(weight, 0, 4)"));
+  EXPECT_NE(text.find("alloc weight.packed: float32[2, 4, 3, 3, 4]"), std::string::npos) << text;
 }
 
 TEST(StageRules, RefusalsNameTheRuleAndTheReason) {
