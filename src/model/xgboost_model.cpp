@@ -97,7 +97,19 @@ std::string XGBoostModel::name() const {
 }
 
 void XGBoostModel::fit(const std::vector<std::vector<float>>& x, const std::vector<float>& y) {
+  fit(x, y, FitOptions{});
+}
+
+void XGBoostModel::fit(const std::vector<std::vector<float>>& x, const std::vector<float>& y,
+                       const FitOptions& options) {
   if (x.size() != y.size()) throw_error("cost model: {} rows but {} labels", x.size(), y.size());
+  if (!options.base_margin.empty() && options.base_margin.size() != x.size()) {
+    throw_error("cost model: {} rows but {} base margins", x.size(), options.base_margin.size());
+  }
+  if (!options.groups.empty() &&
+      std::accumulate(options.groups.begin(), options.groups.end(), size_t{0}) != x.size()) {
+    throw_error("cost model: query groups do not add up to the {} rows", x.size());
+  }
   size_t cols = 0;
   std::vector<float> flat = flatten(x, &cols);
   booster_.reset();
@@ -114,7 +126,7 @@ void XGBoostModel::fit(const std::vector<std::vector<float>>& x, const std::vect
   // The split: evaluate on a seeded random share of the rows, or on the training rows.
   size_t n = x.size();
   size_t n_valid = static_cast<size_t>(std::lround(params_.validation_fraction * double(n)));
-  if (n_valid < 16 || n - n_valid < 16) n_valid = 0;
+  if (n_valid < 16 || n - n_valid < 16 || !options.groups.empty()) n_valid = 0;
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   if (n_valid > 0) {
@@ -122,34 +134,48 @@ void XGBoostModel::fit(const std::vector<std::vector<float>>& x, const std::vect
     for (size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng() % (i + 1)]);
   }
   size_t n_train = n - n_valid;
-  auto gather = [&](size_t begin, size_t end, std::vector<float>* data, std::vector<float>* lab) {
+  const std::vector<float>& margin = options.base_margin;
+  auto gather = [&](size_t begin, size_t end, std::vector<float>* data, std::vector<float>* lab,
+                    std::vector<float>* base) {
     for (size_t i = begin; i < end; ++i) {
       data->insert(data->end(), flat.begin() + order[i] * cols,
                    flat.begin() + (order[i] + 1) * cols);
       lab->push_back(labels[order[i]]);
+      if (!margin.empty()) base->push_back(margin[order[i]]);
     }
   };
-  std::vector<float> train_x, train_y, valid_x, valid_y;
+  std::vector<float> train_x, train_y, valid_x, valid_y, train_base, valid_base;
   if (n_valid > 0) {
-    gather(0, n_train, &train_x, &train_y);
-    gather(n_train, n, &valid_x, &valid_y);
+    gather(0, n_train, &train_x, &train_y, &train_base);
+    gather(n_train, n, &valid_x, &valid_y, &valid_base);
   } else {
     train_x = std::move(flat);
     train_y = labels;
+    train_base = margin;
   }
 
   DMatrix dtrain, dvalid;
   make_dmatrix(train_x.data(), n_train, cols, &dtrain);
   check(XGDMatrixSetFloatInfo(dtrain.handle, "label", train_y.data(), n_train),
         "XGDMatrixSetFloatInfo");
+  if (!train_base.empty()) {
+    check(XGDMatrixSetFloatInfo(dtrain.handle, "base_margin", train_base.data(), n_train),
+          "XGDMatrixSetFloatInfo");
+  }
   if (params_.objective == XGBoostParams::Objective::kRank) {
-    unsigned group = static_cast<unsigned>(n_train);
-    check(XGDMatrixSetUIntInfo(dtrain.handle, "group", &group, 1), "XGDMatrixSetUIntInfo");
+    std::vector<unsigned> groups = options.groups;
+    if (groups.empty()) groups.push_back(static_cast<unsigned>(n_train));
+    check(XGDMatrixSetUIntInfo(dtrain.handle, "group", groups.data(), groups.size()),
+          "XGDMatrixSetUIntInfo");
   }
   DMatrixHandle deval = dtrain.handle;
   const std::vector<float>* eval_y = &train_y;
   if (n_valid > 0) {
     make_dmatrix(valid_x.data(), n_valid, cols, &dvalid);
+    if (!valid_base.empty()) {
+      check(XGDMatrixSetFloatInfo(dvalid.handle, "base_margin", valid_base.data(), n_valid),
+            "XGDMatrixSetFloatInfo");
+    }
     deval = dvalid.handle;
     eval_y = &valid_y;
   }
@@ -176,6 +202,9 @@ void XGBoostModel::fit(const std::vector<std::vector<float>>& x, const std::vect
     set_param(raw, "num_pairsample", std::to_string(std::max(params_.rank_pair_samples, 1)));
   }
   if (params_.nthread > 0) set_param(raw, "nthread", std::to_string(params_.nthread));
+  // With a base margin the trees are a correction of it: no intercept of their own, so that
+  // predict() (trees only) + the margin is what was trained.
+  if (!options.base_margin.empty()) set_param(raw, "base_score", "0");
 
   int best_round = -1;
   double best = -1;
@@ -186,7 +215,20 @@ void XGBoostModel::fit(const std::vector<std::vector<float>>& x, const std::vect
     done = round + 1;
     if (params_.early_stopping_rounds <= 0) continue;
     std::vector<float> pred = predict_dmatrix(raw, deval, eval_y->size());
-    double score = average_recall(pred, *eval_y, params_.recall_top_k);
+    double score = 0;
+    if (options.groups.empty()) {
+      score = average_recall(pred, *eval_y, params_.recall_top_k);
+    } else {
+      // The mean over query groups: each group (a workload) is ranked on its own.
+      size_t begin = 0;
+      for (unsigned g : options.groups) {
+        std::vector<float> p(pred.begin() + begin, pred.begin() + begin + g);
+        std::vector<float> t(eval_y->begin() + begin, eval_y->begin() + begin + g);
+        score += average_recall(p, t, params_.recall_top_k);
+        begin += g;
+      }
+      score /= static_cast<double>(options.groups.size());
+    }
     if (score > best) {
       best = score;
       best_round = round;

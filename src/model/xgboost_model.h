@@ -53,6 +53,17 @@ struct XGBoostParams {
 
 const char* objective_name(XGBoostParams::Objective objective);
 
+/// Extras of a fit beyond rows and labels.
+struct FitOptions {
+  /// Query groups of the rank objective: sizes of consecutive runs of rows, summing to the row
+  /// count (empty: all rows are one group). With groups, early stopping scores the mean over
+  /// groups of each group's average recall, on the training rows (no validation split).
+  std::vector<unsigned> groups;
+  /// A prior score per row (XGBoost's base_margin, empty: none): the trees learn a correction on
+  /// top of it. predict() does not add it back; the caller does (see TransferModel).
+  std::vector<float> base_margin;
+};
+
 class XGBoostModel : public CostModel {
  public:
   explicit XGBoostModel(XGBoostParams params = {});
@@ -64,6 +75,10 @@ class XGBoostModel : public CostModel {
   /// labels XGBoost learns a constant. Non-finite labels count as failures (0). Throws
   /// tessera::Error on rows of different lengths or a failing XGBoost call.
   void fit(const std::vector<std::vector<float>>& x, const std::vector<float>& y) override;
+  /// fit() with query groups and/or a base margin; throws tessera::Error when their sizes do not
+  /// match the rows.
+  void fit(const std::vector<std::vector<float>>& x, const std::vector<float>& y,
+           const FitOptions& options);
   /// All rows in one in-place XGBoost call (no DMatrix copy). An unfitted model predicts 0 for
   /// every row. Throws
   /// tessera::Error when the row length differs from the one the model was trained on.
