@@ -1,5 +1,7 @@
 #include "ops/nn.h"
 
+#include <limits>
+
 #include "te/error.h"
 
 namespace tessera {
@@ -15,6 +17,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, const std::string& name) {
 }
 
 Tensor pad_nchw(const Tensor& data, int64_t pad, const std::string& name) {
+  return pad_nchw_with(data, pad, make_int(0, data->dtype), name);
+}
+
+Tensor pad_nchw_with(const Tensor& data, int64_t pad, Expr value, const std::string& name) {
   if (data.ndim() != 4) throw_error("pad_nchw needs a 4-D NCHW tensor");
   if (pad < 0) throw_error("padding must not be negative, got {}", pad);
   const auto& s = data->shape;
@@ -23,38 +29,120 @@ Tensor pad_nchw(const Tensor& data, int64_t pad, const std::string& name) {
                  [&](Var n, Var c, Var y, Var x) {
                    Expr inside = y >= Expr(int(pad)) && y < Expr(int(h + pad)) &&
                                  x >= Expr(int(pad)) && x < Expr(int(w + pad));
-                   return select(inside, data(n, c, y - int(pad), x - int(pad)),
-                                 make_int(0, data->dtype));
+                   return select(inside, data(n, c, y - int(pad), x - int(pad)), value);
                  },
                  name, {"n", "c", "h", "w"});
 }
 
 Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
-                   const std::string& name) {
+                   const std::string& name, int64_t dilation, int64_t groups) {
   if (data.ndim() != 4 || weight.ndim() != 4)
     throw_error("conv2d needs 4-D NCHW data and OIHW weights");
   if (stride <= 0) throw_error("conv2d stride must be positive, got {}", stride);
   if (pad < 0) throw_error("conv2d padding must not be negative, got {}", pad);
+  if (dilation <= 0) throw_error("conv2d dilation must be positive, got {}", dilation);
   const auto& ds = data->shape;
   const auto& ws = weight->shape;
-  if (ds[1] != ws[1])
-    throw_error("conv2d: data has {} channels but weights expect {}", ds[1], ws[1]);
-  int64_t kh = ws[2], kw = ws[3];
-  int64_t ph = ds[2] + 2 * pad, pw = ds[3] + 2 * pad;
-  if (kh > ph || kw > pw) {
-    throw_error("conv2d: kernel {}x{} is larger than the padded input {}x{}", kh, kw, ph, pw);
+  if (groups <= 0 || ds[1] % groups != 0 || ws[0] % groups != 0) {
+    throw_error("conv2d: {} groups do not divide {} input and {} output channels", groups, ds[1],
+                ws[0]);
   }
-  int64_t oh = (ph - kh) / stride + 1, ow = (pw - kw) / stride + 1;
+  int64_t group_in = ds[1] / groups, group_out = ws[0] / groups;
+  if (ws[1] != group_in) {
+    throw_error("conv2d: data has {} channels per group but weights expect {}", group_in, ws[1]);
+  }
+  int64_t kh = ws[2], kw = ws[3];
+  int64_t span_h = (kh - 1) * dilation + 1, span_w = (kw - 1) * dilation + 1;
+  int64_t ph = ds[2] + 2 * pad, pw = ds[3] + 2 * pad;
+  if (span_h > ph || span_w > pw) {
+    throw_error("conv2d: kernel {}x{} (dilation {}) is larger than the padded input {}x{}", kh, kw,
+                dilation, ph, pw);
+  }
+  int64_t oh = (ph - span_h) / stride + 1, ow = (pw - span_w) / stride + 1;
   Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
-  IterVar rc = reduce_axis(ds[1], "rc"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx");
+  IterVar rc = reduce_axis(group_in, "rc"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx");
+  int s = static_cast<int>(stride), d = static_cast<int>(dilation);
+  return compute(
+      {ds[0], ws[0], oh, ow},
+      [&](Var n, Var o, Var y, Var x) {
+        Expr channel = groups == 1 ? Expr(rc.var) : (o / int(group_out)) * int(group_in) + rc.var;
+        Expr iy = d == 1 ? y * s + ry.var : y * s + ry.var * d;
+        Expr ix = d == 1 ? x * s + rx.var : x * s + rx.var * d;
+        return sum(in(n, channel, iy, ix) * weight(o, rc.var, ry.var, rx.var), {rc, ry, rx});
+      },
+      name, {"n", "o", "y", "x"});
+}
+
+Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
+                             const std::string& name) {
+  if (data.ndim() != 4 || weight.ndim() != 3 || weight->shape[0] != data->shape[1])
+    throw_error("depthwise_conv2d needs NCHW data and [C][K][K] weights with the same C");
+  if (stride <= 0) throw_error("depthwise_conv2d stride must be positive, got {}", stride);
+  if (pad < 0) throw_error("depthwise_conv2d padding must not be negative, got {}", pad);
+  const auto& ds = data->shape;
+  int64_t k = weight->shape[1];
+  int64_t ph = ds[2] + 2 * pad, pw = ds[3] + 2 * pad;
+  if (k > ph || k > pw || weight->shape[2] != k)
+    throw_error("depthwise_conv2d: a {}x{} kernel does not fit the padded input {}x{}", k,
+                weight->shape[2], ph, pw);
+  int64_t oh = (ph - k) / stride + 1, ow = (pw - k) / stride + 1;
+  Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
+  IterVar ry = reduce_axis(k, "ry"), rx = reduce_axis(k, "rx");
   int s = static_cast<int>(stride);
-  return compute({ds[0], ws[0], oh, ow},
-                 [&](Var n, Var o, Var y, Var x) {
-                   return sum(in(n, rc.var, y * s + ry.var, x * s + rx.var) *
-                                  weight(o, rc.var, ry.var, rx.var),
-                              {rc, ry, rx});
+  return compute(
+      {ds[0], ds[1], oh, ow},
+      [&](Var n, Var c, Var y, Var x) {
+        return sum(in(n, c, y * s + ry.var, x * s + rx.var) * weight(c, ry.var, rx.var), {ry, rx});
+      },
+      name, {"n", "c", "y", "x"});
+}
+
+Tensor pool2d_nchw(const Tensor& data, PoolKind kind, int64_t k, int64_t stride, int64_t pad,
+                   const std::string& name) {
+  if (data.ndim() != 4) throw_error("pool2d needs a 4-D NCHW tensor");
+  if (k <= 0 || stride <= 0 || pad < 0 || pad >= k)
+    throw_error("pool2d: need K > 0, S > 0 and 0 <= P < K, got K={} S={} P={}", k, stride, pad);
+  const auto& ds = data->shape;
+  int64_t ph = ds[2] + 2 * pad, pw = ds[3] + 2 * pad;
+  if (k > ph || k > pw) throw_error("pool2d: window {} is larger than the input {}x{}", k, ph, pw);
+  int64_t oh = (ph - k) / stride + 1, ow = (pw - k) / stride + 1;
+  Expr pad_value = kind == PoolKind::kMax
+                       ? make_float(std::numeric_limits<float>::lowest(), data->dtype)
+                       : make_int(0, data->dtype);
+  Tensor in = pad > 0 ? pad_nchw_with(data, pad, pad_value) : data;
+  IterVar ry = reduce_axis(k, "ry"), rx = reduce_axis(k, "rx");
+  int s = static_cast<int>(stride);
+  return compute({ds[0], ds[1], oh, ow},
+                 [&](Var n, Var c, Var y, Var x) {
+                   Expr v = in(n, c, y * s + ry.var, x * s + rx.var);
+                   if (kind == PoolKind::kMax) return max(v, {ry, rx});
+                   return sum(v * make_float(1.0 / double(k * k), data->dtype), {ry, rx});
                  },
-                 name, {"n", "o", "y", "x"});
+                 name, {"n", "c", "y", "x"});
+}
+
+Tensor dense(const Tensor& x, const Tensor& weight, const std::string& name) {
+  if (x.ndim() != 2 || weight.ndim() != 2 || x->shape[1] != weight->shape[1])
+    throw_error("dense needs x[batch, in] and weights [out, in]");
+  IterVar k = reduce_axis(x->shape[1], "k");
+  return compute({x->shape[0], weight->shape[0]},
+                 [&](Var i, Var j) { return sum(x(i, k.var) * weight(j, k.var), {k}); }, name,
+                 {"i", "j"});
+}
+
+Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name) {
+  if (a.ndim() != 3 || b.ndim() != 3 || a->shape[0] != b->shape[0] || a->shape[2] != b->shape[1])
+    throw_error("batch_matmul needs [B, M, K] x [B, K, N] operands");
+  IterVar k = reduce_axis(a->shape[2], "k");
+  return compute({a->shape[0], a->shape[1], b->shape[2]},
+                 [&](Var bb, Var i, Var j) { return sum(a(bb, i, k.var) * b(bb, k.var, j), {k}); },
+                 name, {"b", "i", "j"});
+}
+
+Tensor add_broadcast_rows(const Tensor& a, const Tensor& b, const std::string& name) {
+  if (a.ndim() != 2 || b.ndim() != 1 || b->shape[0] != a->shape[1])
+    throw_error("add_broadcast_rows needs A[M, N] and b[N]");
+  return compute(a->shape, [&](Var i, Var j) { return a(i, j) + b(j); }, name, {"i", "j"});
 }
 
 Tensor add(const Tensor& a, const Tensor& b, const std::string& name) {

@@ -11,10 +11,29 @@ namespace tessera {
 Tensor matmul(const Tensor& a, const Tensor& b, const std::string& name = "C");
 /// Zero padding of the two innermost dimensions of an NCHW tensor by `pad` on each side.
 Tensor pad_nchw(const Tensor& data, int64_t pad, const std::string& name = "pad");
-/// conv[n, o, y, x] = sum_{rc, ry, rx} in[n, rc, y*S + ry, x*S + rx] * w[o, rc, ry, rx], with the
-/// input zero-padded by P (a separate `pad` stage when P > 0).
+/// Padding of the two innermost dimensions of an NCHW tensor with `value`.
+Tensor pad_nchw_with(const Tensor& data, int64_t pad, Expr value, const std::string& name = "pad");
+/// conv[n, o, y, x] = sum_{rc, ry, rx} in[n, g*C/G + rc, y*S + ry*D, x*S + rx*D] *
+/// w[o, rc, ry, rx] with g = o / (O/G): stride S, dilation D, G groups (weights [O][C/G][K][K]),
+/// the input zero-padded by P (a separate `pad` stage when P > 0).
 Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
-                   const std::string& name = "conv");
+                   const std::string& name = "conv", int64_t dilation = 1, int64_t groups = 1);
+/// out[n, c, y, x] = sum_{ry, rx} in[n, c, y*S + ry, x*S + rx] * w[c, ry, rx]: one KxK filter
+/// per channel (weights [C][K][K]), input zero-padded by P.
+Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
+                             const std::string& name = "dwconv");
+/// Max or average over KxK windows with stride S of an NCHW tensor padded by P (max pads with
+/// the lowest float, average counts the padding, as PyTorch's default).
+enum class PoolKind { kMax, kAvg };
+Tensor pool2d_nchw(const Tensor& data, PoolKind kind, int64_t k, int64_t stride, int64_t pad,
+                   const std::string& name = "pool");
+/// dense[i, j] = sum_k x[i, k] * w[j, k]: a batch of rows times weights stored [out][in], as
+/// inference frameworks keep them.
+Tensor dense(const Tensor& x, const Tensor& weight, const std::string& name = "dense");
+/// C[b, i, j] = sum_k A[b, i, k] * B[b, k, j]
+Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name = "C");
+/// C[i, j] = A[i, j] + b[j]: a row vector broadcast over the rows.
+Tensor add_broadcast_rows(const Tensor& a, const Tensor& b, const std::string& name = "C");
 /// Elementwise a + b of equal shapes.
 Tensor add(const Tensor& a, const Tensor& b, const std::string& name = "C");
 /// max(x, 0) elementwise.

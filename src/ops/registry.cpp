@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "lower/lower.h"
 #include "ops/image.h"
@@ -41,7 +42,7 @@ OpInstance build_matmul(const Workload& w) {
 }
 
 struct ConvShape {
-  int64_t n, c, h, w, o, k, s, p, oh, ow;
+  int64_t n, c, h, w, o, k, s, p, oh, ow, d = 1, g = 1;
 };
 
 ConvShape conv_shape(const Workload& w) {
@@ -56,30 +57,37 @@ ConvShape conv_shape(const Workload& w) {
               0,
               0};
   if (s.p < 0) throw_error("{}: P must not be negative, got {}", w.op, s.p);
-  if (s.k > s.h + 2 * s.p || s.k > s.w + 2 * s.p) {
-    throw_error("{}: kernel {} is larger than the padded input {}x{}", w.op, s.k, s.h + 2 * s.p,
+  s.d = w.get_or("D", 1);
+  s.g = w.get_or("G", 1);
+  if (s.d <= 0) throw_error("{}: D must be positive, got {}", w.op, s.d);
+  if (s.g <= 0 || s.c % s.g != 0 || s.o % s.g != 0)
+    throw_error("{}: G={} must divide C={} and O={}", w.op, s.g, s.c, s.o);
+  int64_t span = (s.k - 1) * s.d + 1;
+  if (span > s.h + 2 * s.p || span > s.w + 2 * s.p) {
+    throw_error("{}: kernel {} is larger than the padded input {}x{}", w.op, span, s.h + 2 * s.p,
                 s.w + 2 * s.p);
   }
-  s.oh = (s.h + 2 * s.p - s.k) / s.s + 1;
-  s.ow = (s.w + 2 * s.p - s.k) / s.s + 1;
+  s.oh = (s.h + 2 * s.p - span) / s.s + 1;
+  s.ow = (s.w + 2 * s.p - span) / s.s + 1;
   return s;
 }
 
-// Direct convolution over doubles: data NCHW, weight OIHW, out NOHW.
+// Direct convolution over doubles: data NCHW, weight O(C/G)HW, out NOHW.
 void reference_conv(const ConvShape& s, const std::vector<double>& data,
                     const std::vector<double>& weight, std::vector<double>& out) {
+  int64_t cg = s.c / s.g, og = s.o / s.g;
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t o = 0; o < s.o; ++o)
       for (int64_t y = 0; y < s.oh; ++y)
         for (int64_t x = 0; x < s.ow; ++x) {
           double acc = 0;
-          for (int64_t c = 0; c < s.c; ++c)
+          for (int64_t c = 0; c < cg; ++c)
             for (int64_t ky = 0; ky < s.k; ++ky)
               for (int64_t kx = 0; kx < s.k; ++kx) {
-                int64_t iy = y * s.s + ky - s.p, ix = x * s.s + kx - s.p;
+                int64_t iy = y * s.s + ky * s.d - s.p, ix = x * s.s + kx * s.d - s.p;
                 if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-                acc += data[((n * s.c + c) * s.h + iy) * s.w + ix] *
-                       weight[((o * s.c + c) * s.k + ky) * s.k + kx];
+                acc += data[((n * s.c + o / og * cg + c) * s.h + iy) * s.w + ix] *
+                       weight[((o * cg + c) * s.k + ky) * s.k + kx];
               }
           out[((n * s.o + o) * s.oh + y) * s.ow + x] = acc;
         }
@@ -88,11 +96,14 @@ void reference_conv(const ConvShape& s, const std::vector<double>& data,
 OpInstance build_conv2d(const Workload& w) {
   ConvShape s = conv_shape(w);
   Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
-  Tensor weight = placeholder({s.o, s.c, s.k, s.k}, DType::kFloat32, "weight");
-  Tensor out = conv2d_nchw(data, weight, s.s, s.p, "conv");
-  double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k;
-  OpInstance op{
-      {data, weight, out}, lower("conv2d", {data, weight, out}), flops, s.c * s.k * s.k, nullptr};
+  Tensor weight = placeholder({s.o, s.c / s.g, s.k, s.k}, DType::kFloat32, "weight");
+  Tensor out = conv2d_nchw(data, weight, s.s, s.p, "conv", s.d, s.g);
+  double flops = 2.0 * s.n * s.o * s.oh * s.ow * (s.c / s.g) * s.k * s.k;
+  OpInstance op{{data, weight, out},
+                lower("conv2d", {data, weight, out}),
+                flops,
+                s.c / s.g * s.k * s.k,
+                nullptr};
   op.reference = [s](Arrays& x) { reference_conv(s, x[0], x[1], x[2]); };
   return op;
 }
@@ -100,15 +111,17 @@ OpInstance build_conv2d(const Workload& w) {
 OpInstance build_conv2d_bias_relu(const Workload& w) {
   ConvShape s = conv_shape(w);
   Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
-  Tensor weight = placeholder({s.o, s.c, s.k, s.k}, DType::kFloat32, "weight");
+  Tensor weight = placeholder({s.o, s.c / s.g, s.k, s.k}, DType::kFloat32, "weight");
   Tensor bias = placeholder({s.o}, DType::kFloat32, "bias");
   Tensor out =
-      relu(bias_add_nchw(conv2d_nchw(data, weight, s.s, s.p, "conv"), bias, "bias_add"), "relu");
-  double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k + 2.0 * s.n * s.o * s.oh * s.ow;
+      relu(bias_add_nchw(conv2d_nchw(data, weight, s.s, s.p, "conv", s.d, s.g), bias, "bias_add"),
+           "relu");
+  double flops =
+      2.0 * s.n * s.o * s.oh * s.ow * (s.c / s.g) * s.k * s.k + 2.0 * s.n * s.o * s.oh * s.ow;
   OpInstance op{{data, weight, bias, out},
                 lower("conv2d_bias_relu", {data, weight, bias, out}),
                 flops,
-                s.c * s.k * s.k,
+                s.c / s.g * s.k * s.k,
                 nullptr};
   op.reference = [s](Arrays& x) {
     reference_conv(s, x[0], x[1], x[3]);
@@ -117,6 +130,137 @@ OpInstance build_conv2d_bias_relu(const Workload& w) {
       int64_t o = static_cast<int64_t>(i) / plane % s.o;
       x[3][i] = std::max(x[3][i] + x[2][o], 0.0);
     }
+  };
+  return op;
+}
+
+// Window shape of depthwise convolution and pooling: K, S, P over NCHW.
+struct WindowShape {
+  int64_t n, c, h, w, k, s, p, oh, ow;
+};
+
+WindowShape window_shape(const Workload& w) {
+  WindowShape s{positive(w, "N"),
+                positive(w, "C"),
+                positive(w, "H"),
+                positive(w, "W"),
+                positive(w, "K"),
+                positive(w, "S"),
+                w.get("P"),
+                0,
+                0};
+  if (s.p < 0) throw_error("{}: P must not be negative, got {}", w.op, s.p);
+  if (s.k > s.h + 2 * s.p || s.k > s.w + 2 * s.p)
+    throw_error("{}: window {} is larger than the padded input {}x{}", w.op, s.k, s.h + 2 * s.p,
+                s.w + 2 * s.p);
+  s.oh = (s.h + 2 * s.p - s.k) / s.s + 1;
+  s.ow = (s.w + 2 * s.p - s.k) / s.s + 1;
+  return s;
+}
+
+// Calls f(n, c, y, x, value at window offset (ky, kx) or nullopt in the padding) per window.
+template <typename F>
+void for_each_window(const WindowShape& s, const std::vector<double>& data, F f) {
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t y = 0; y < s.oh; ++y)
+        for (int64_t x = 0; x < s.ow; ++x)
+          for (int64_t ky = 0; ky < s.k; ++ky)
+            for (int64_t kx = 0; kx < s.k; ++kx) {
+              int64_t iy = y * s.s + ky - s.p, ix = x * s.s + kx - s.p;
+              bool inside = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
+              double v = inside ? data[((n * s.c + c) * s.h + iy) * s.w + ix] : 0.0;
+              f(((n * s.c + c) * s.oh + y) * s.ow + x, c, ky, kx, inside, v);
+            }
+}
+
+OpInstance build_depthwise_conv2d(const Workload& w) {
+  WindowShape s = window_shape(w);
+  Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
+  Tensor weight = placeholder({s.c, s.k, s.k}, DType::kFloat32, "weight");
+  Tensor out = depthwise_conv2d_nchw(data, weight, s.s, s.p, "dwconv");
+  OpInstance op{{data, weight, out},
+                lower("depthwise_conv2d", {data, weight, out}),
+                2.0 * s.n * s.c * s.oh * s.ow * s.k * s.k,
+                s.k * s.k,
+                nullptr};
+  op.reference = [s](Arrays& x) {
+    std::fill(x[2].begin(), x[2].end(), 0.0);
+    for_each_window(s, x[0], [&](int64_t out, int64_t c, int64_t ky, int64_t kx, bool, double v) {
+      x[2][out] += v * x[1][(c * s.k + ky) * s.k + kx];
+    });
+  };
+  return op;
+}
+
+OpInstance build_pool2d(const Workload& w, PoolKind kind) {
+  WindowShape s = window_shape(w);
+  if (s.p >= s.k) throw_error("{}: P={} must be smaller than K={}", w.op, s.p, s.k);
+  Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
+  Tensor out = pool2d_nchw(data, kind, s.k, s.s, s.p, "pool");
+  OpInstance op{{data, out},
+                lower(w.op, {data, out}),
+                double(s.n * s.c * s.oh * s.ow * s.k * s.k),
+                s.k * s.k,
+                nullptr};
+  op.reference = [s, kind](Arrays& x) {
+    bool is_max = kind == PoolKind::kMax;
+    std::fill(x[1].begin(), x[1].end(),
+              is_max ? double(std::numeric_limits<float>::lowest()) : 0.0);
+    for_each_window(s, x[0], [&](int64_t out, int64_t, int64_t, int64_t, bool inside, double v) {
+      if (is_max) {
+        if (inside) x[1][out] = std::max(x[1][out], v);
+      } else {
+        x[1][out] += v / double(s.k * s.k);
+      }
+    });
+  };
+  return op;
+}
+
+OpInstance build_dense(const Workload& w) {
+  int64_t b = positive(w, "B"), in = positive(w, "I"), out = positive(w, "O");
+  Tensor x = placeholder({b, in}, DType::kFloat32, "X");
+  Tensor weight = placeholder({out, in}, DType::kFloat32, "W");
+  Tensor y = dense(x, weight, "dense");
+  OpInstance op{{x, weight, y}, lower("dense", {x, weight, y}), 2.0 * b * in * out, in, nullptr};
+  op.reference = [=](Arrays& a) {
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < out; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < in; ++k) acc += a[0][i * in + k] * a[1][j * in + k];
+        a[2][i * out + j] = acc;
+      }
+  };
+  return op;
+}
+
+OpInstance build_batch_matmul(const Workload& w) {
+  int64_t bs = positive(w, "B"), m = positive(w, "M"), n = positive(w, "N"), k = positive(w, "K");
+  Tensor a = placeholder({bs, m, k}, DType::kFloat32, "A");
+  Tensor b = placeholder({bs, k, n}, DType::kFloat32, "B");
+  Tensor c = batch_matmul(a, b, "C");
+  OpInstance op{{a, b, c}, lower("batch_matmul", {a, b, c}), 2.0 * bs * m * n * k, k, nullptr};
+  op.reference = [=](Arrays& x) {
+    std::fill(x[2].begin(), x[2].end(), 0.0);
+    for (int64_t q = 0; q < bs; ++q)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t kk = 0; kk < k; ++kk)
+          for (int64_t j = 0; j < n; ++j)
+            x[2][(q * m + i) * n + j] += x[0][(q * m + i) * k + kk] * x[1][(q * k + kk) * n + j];
+  };
+  return op;
+}
+
+OpInstance build_bias_add(const Workload& w) {
+  int64_t m = positive(w, "M"), n = positive(w, "N");
+  Tensor a = placeholder({m, n}, DType::kFloat32, "A");
+  Tensor b = placeholder({n}, DType::kFloat32, "b");
+  Tensor c = add_broadcast_rows(a, b, "C");
+  OpInstance op{{a, b, c}, lower("bias_add", {a, b, c}), double(m * n), 1, nullptr};
+  op.reference = [=](Arrays& x) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) x[2][i * n + j] = x[0][i * n + j] + x[1][j];
   };
   return op;
 }
@@ -176,19 +320,53 @@ OpInstance build_blur2d(const Workload& w) {
 
 const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> registry = {
-      {"matmul", {"M", "N", "K"}, "C[M,N] = A[M,K] x B[K,N], float32", build_matmul},
+      {"matmul", {"M", "N", "K"}, {}, "C[M,N] = A[M,K] x B[K,N], float32", build_matmul},
       {"conv2d",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
-       "NCHW convolution, O filters of KxK, stride S, zero padding P, float32",
+       {{"D", 1}, {"G", 1}},
+       "NCHW convolution, O filters of KxK, stride S, zero padding P, dilation D, G groups, "
+       "float32",
        build_conv2d},
       {"conv2d_bias_relu",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
+       {{"D", 1}, {"G", 1}},
        "conv2d, then + bias[O], then relu: one multi-stage program",
        build_conv2d_bias_relu},
-      {"add", {"M", "N"}, "C = A + B elementwise, float32", build_add},
-      {"relu", {"M", "N"}, "B = max(A, 0) elementwise, float32", build_relu},
+      {"depthwise_conv2d",
+       {"N", "C", "H", "W", "K", "S", "P"},
+       {},
+       "one KxK filter per channel (weights [C][K][K]), stride S, zero padding P, float32",
+       build_depthwise_conv2d},
+      {"max_pool2d",
+       {"N", "C", "H", "W", "K", "S", "P"},
+       {},
+       "max over KxK windows, stride S, padding P (never chosen), float32",
+       [](const Workload& w) { return build_pool2d(w, PoolKind::kMax); }},
+      {"avg_pool2d",
+       {"N", "C", "H", "W", "K", "S", "P"},
+       {},
+       "mean over KxK windows, stride S, zero padding P counted in the mean, float32",
+       [](const Workload& w) { return build_pool2d(w, PoolKind::kAvg); }},
+      {"dense",
+       {"B", "I", "O"},
+       {},
+       "Y[B,O] = X[B,I] x W[O,I]^T, weights stored [out][in] as in inference, float32",
+       build_dense},
+      {"batch_matmul",
+       {"B", "M", "N", "K"},
+       {},
+       "C[B,M,N] = A[B,M,K] x B[B,K,N], float32",
+       build_batch_matmul},
+      {"bias_add",
+       {"M", "N"},
+       {},
+       "C[M,N] = A[M,N] + b[N] (broadcast over rows), float32",
+       build_bias_add},
+      {"add", {"M", "N"}, {}, "C = A + B elementwise, float32", build_add},
+      {"relu", {"M", "N"}, {}, "B = max(A, 0) elementwise, float32", build_relu},
       {"blur2d",
        {"H", "W", "separate"},
+       {},
        "3x3 binomial blur of in[H,W] into out[H-2,W-2], float32; separate=1: two 1-D passes",
        build_blur2d},
   };

@@ -7,43 +7,76 @@
 
 namespace tessera {
 
-ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k) {
+namespace {
+
+// The loops and buffers of one matrix product C[i, j] = sum_k A[i, k] * B[k, j] as some operator
+// names them: the operand B packed into [N/bn][K][bn] blocks, the output written through a cache.
+struct GemmNames {
+  std::string output;  // the stage computing C
+  std::string packed;  // the operand read along j
+  int64_t packed_dim;  // its j dimension
+  std::string batch;   // an outer batch loop, or empty
+  bool pack_required;  // B's j dimension is not its innermost: unpacked reads are gathers
+};
+
+ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, GemmNames g) {
   std::vector<Knob> knobs{
       split_knob_from("tile_i", m, {{1}, {2}, {4}, {6}, {8}, {12}, {16}}),
       split_knob_from("tile_j", n,
                       {{1, 8}, {1, 16}, {2, 16}, {3, 16}, {4, 16}, {8, 16}, {2, 8}, {4, 8}}),
       split_knob("tile_k", k, 2, SplitPolicy::kPowersOfTwo, 32),
       choice_knob("order", {"i_first", "j_first"}),
-      choice_knob("pack", {"none", "pack_b"}),
+      choice_knob("pack", g.pack_required ? std::vector<std::string>{"pack_b"}
+                                          : std::vector<std::string>{"none", "pack_b"}),
       choice_knob("cache", {"none", "write_cache"}),
       choice_knob("unroll_k", {"off", "on"}),
       choice_knob("parallel", {"off", "outer"}),
   };
-  auto instantiate = [](const ConfigSpace& s, const Config& c) {
+  auto instantiate = [g](const ConfigSpace& s, const Config& c) {
     const auto& ti = s.value(c, "tile_i");
     const auto& tj = s.value(c, "tile_j");
     const auto& tk = s.value(c, "tile_k");
     bool i_first = s.value0(c, "order") == 0;
+    bool packed = s.knobs()[4].labels[static_cast<size_t>(s.value0(c, "pack"))] == "pack_b";
     int64_t block_j = tj[1] * tj[2];
     std::vector<ProgramStrategy> steps{split("i", ti[1]), split("j", block_j),
                                        split("j.inner", tj[2]), split("k", tk[1])};
     std::string first = i_first ? "i.outer" : "j.outer", second = i_first ? "j.outer" : "i.outer";
-    steps.push_back(reorder(
-        {first, second, "k.outer", "k.inner", "i.inner", "j.inner.outer", "j.inner.inner"}));
+    std::vector<std::string> order{first,     second,          "k.outer",      "k.inner",
+                                   "i.inner", "j.inner.outer", "j.inner.inner"};
+    if (!g.batch.empty()) order.insert(order.begin(), g.batch);
+    steps.push_back(reorder(order));
     steps.push_back(vectorize("j.inner.inner"));
     steps.push_back(unroll("j.inner.outer"));
     steps.push_back(unroll("i.inner"));
     if (s.value0(c, "unroll_k") == 1) steps.push_back(unroll("k.inner"));
-    if (s.value0(c, "pack") == 1) steps.push_back(pack("B", 1, block_j));
-    if (s.value0(c, "cache") == 1) steps.push_back(cache_write("C", second));
+    if (packed) steps.push_back(pack(g.packed, g.packed_dim, block_j));
+    if (s.value0(c, "cache") == 1) steps.push_back(cache_write(g.output, second));
     if (s.value0(c, "parallel") == 1) {
-      steps.push_back(parallel(first));
-      steps.push_back(parallel("i.init"));
-      if (s.value0(c, "pack") == 1) steps.push_back(parallel("B.pack.0"));
+      steps.push_back(parallel(g.batch.empty() ? first : g.batch));
+      steps.push_back(parallel((g.batch.empty() ? "i" : g.batch) + ".init"));
+      if (packed) steps.push_back(parallel(g.packed + ".pack.0"));
     }
     return seq_all(steps);
   };
-  return ConfigSpace(fmt::format("matmul:M={},N={},K={}", m, n, k), std::move(knobs), instantiate);
+  return ConfigSpace(std::move(name), std::move(knobs), instantiate);
+}
+
+}  // namespace
+
+ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k) {
+  return gemm_like_space(fmt::format("matmul:M={},N={},K={}", m, n, k), m, n, k,
+                         {"C", "B", 1, "", false});
+}
+
+// Weights [O][I] are read along O for the output vector: packing them into [O/bn][I][bn] is
+// what makes the reads contiguous, and it is part of the measured kernel.
+ConfigSpace dense_space(const Workload& w) {
+  return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"), {"dense", "W", 0, "", true});
+}
+
+ConfigSpace batch_matmul_space(const Workload& w) {
+  return gemm_like_space(w.text(), w.get("M"), w.get("N"), w.get("K"), {"C", "B", 2, "b", false});
 }
 
 // TVM's x86 conv2d_NCHWc as a strategy on the plain NCHW program: output channels are the vector
@@ -100,10 +133,80 @@ ConfigSpace conv2d_space(const Workload& w) {
   return ConfigSpace(w.text(), std::move(knobs), instantiate);
 }
 
+// Depthwise convolution and pooling: each output reads one KxK window of its own channel, so the
+// vector runs along the output row (contiguous for stride 1), with channels and rows unrolled into
+// a register tile and the window loops unrolled.
+ConfigSpace window_space(const Workload& w, const std::string& stage) {
+  int64_t ow = (w.get("W") + 2 * w.get("P") - w.get("K")) / w.get("S") + 1;
+  int64_t oh = (w.get("H") + 2 * w.get("P") - w.get("K")) / w.get("S") + 1;
+  bool padded = w.get("P") > 0;
+  std::vector<Knob> knobs{
+      split_knob_from("tile_x", ow, {{1, 8}, {1, 16}, {2, 16}, {2, 8}, {4, 8}, {4, 16}, {1, 4}}),
+      split_knob_from("tile_y", oh, {{1}, {2}, {4}}),
+      split_knob_from("tile_c", w.get("C"), {{1}, {2}, {4}}),
+      choice_knob("pad", padded ? std::vector<std::string>{"root", "at_channel"}
+                                : std::vector<std::string>{"none"}),
+      choice_knob("unroll_window", {"off", "on"}),
+      choice_knob("cache", {"none", "write_cache"}),
+      choice_knob("parallel", {"off", "outer"}),
+  };
+  std::string n = padded ? stage + ".n" : "n", c = padded ? stage + ".c" : "c";
+  auto instantiate = [=](const ConfigSpace& sp, const Config& cfg) {
+    const auto& tx = sp.value(cfg, "tile_x");
+    std::vector<ProgramStrategy> steps{split(c, sp.value(cfg, "tile_c")[1]),
+                                       split("y", sp.value(cfg, "tile_y")[1]),
+                                       split("x", tx[1] * tx[2]), split("x.inner", tx[2])};
+    steps.push_back(reorder({n, c + ".outer", "y.outer", "x.outer", "ry", "rx", c + ".inner",
+                             "y.inner", "x.inner.outer", "x.inner.inner"}));
+    steps.push_back(vectorize("x.inner.inner"));
+    steps.push_back(unroll("x.inner.outer"));
+    steps.push_back(unroll("y.inner"));
+    steps.push_back(unroll(c + ".inner"));
+    if (sp.value0(cfg, "unroll_window") == 1) {
+      steps.push_back(unroll("rx"));
+      steps.push_back(unroll("ry"));
+    }
+    if (sp.value0(cfg, "cache") == 1) steps.push_back(cache_write(stage, "x.outer"));
+    const std::string& pad_label = sp.knobs()[3].labels[static_cast<size_t>(sp.value0(cfg, "pad"))];
+    if (pad_label == "at_channel") steps.push_back(compute_at("pad", c + ".outer"));
+    if (sp.value0(cfg, "parallel") == 1) {
+      steps.push_back(parallel(c + ".outer"));
+      steps.push_back(parallel(c + ".init"));
+      if (pad_label == "root") steps.push_back(parallel("pad.c"));
+    }
+    return seq_all(steps);
+  };
+  return ConfigSpace(w.text(), std::move(knobs), instantiate);
+}
+
+// Elementwise operators over [M, N]: vectors along the row, rows split across threads.
+ConfigSpace elementwise_space(const Workload& w) {
+  std::vector<Knob> knobs{
+      split_knob_from("tile_j", w.get("N"), {{1, 16}, {2, 16}, {4, 16}, {1, 8}, {1, 1}}),
+      choice_knob("parallel", {"off", "outer"}),
+  };
+  auto instantiate = [](const ConfigSpace& sp, const Config& cfg) {
+    const auto& tj = sp.value(cfg, "tile_j");
+    std::vector<ProgramStrategy> steps{split("j", tj[1] * tj[2]), split("j.inner", tj[2]),
+                                       vectorize("j.inner.inner"), unroll("j.inner.outer")};
+    if (sp.value0(cfg, "parallel") == 1) steps.push_back(parallel("i"));
+    return seq_all(steps);
+  };
+  return ConfigSpace(w.text(), std::move(knobs), instantiate);
+}
+
 ConfigSpace space_for(const Workload& w) {
   if (w.op == "matmul") return matmul_space(w.get("M"), w.get("N"), w.get("K"));
   if (w.op == "conv2d") return conv2d_space(w);
-  throw_error("no search space for {} yet (spaces: matmul, conv2d)", w.op);
+  if (w.op == "dense") return dense_space(w);
+  if (w.op == "batch_matmul") return batch_matmul_space(w);
+  if (w.op == "depthwise_conv2d") return window_space(w, "dwconv");
+  if (w.op == "max_pool2d" || w.op == "avg_pool2d") return window_space(w, "pool");
+  if (w.op == "add" || w.op == "relu" || w.op == "bias_add") return elementwise_space(w);
+  throw_error(
+      "no search space for {} yet (spaces: matmul, conv2d, dense, batch_matmul, "
+      "depthwise_conv2d, max_pool2d, avg_pool2d, add, relu, bias_add)",
+      w.op);
 }
 
 }  // namespace tessera

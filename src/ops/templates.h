@@ -2,6 +2,8 @@
 /// strategies of the `schedule` library.
 #pragma once
 
+#include <string>
+
 #include "ops/workload.h"
 #include "space/config_space.h"
 
@@ -10,10 +12,21 @@ namespace tessera {
 /// matmul: register tile (i.inner rows x j.inner.outer vectors of j.inner.inner lanes), k split and
 /// unroll, outer loop order, optional array packing of B, write cache of the C block, parallel.
 ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k);
-/// conv2d (NCHW): tiles over output channels and width (vectorized), input-channel split, loop
-/// order, what happens to the padding stage (root, inlined, computed at the row), write cache,
-/// parallel output-channel blocks.
+/// conv2d (NCHW in and out), TVM's conv2d_NCHWc on the plain program: output channels are the
+/// vector lanes of a register tile of output columns x channel vectors, weights packed into
+/// [O/oc][C][K][K][oc], the output block accumulated in a transposed [x][o] write cache;
+/// input-channel split, loop order, padding at the root or per row, kw unroll, parallel.
 ConfigSpace conv2d_space(const Workload& w);
+/// dense (weights [O][I], packed into [O/bn][I][bn] inside the kernel) and batch_matmul: the
+/// matmul space over their loops.
+ConfigSpace dense_space(const Workload& w);
+ConfigSpace batch_matmul_space(const Workload& w);
+/// depthwise_conv2d (stage `dwconv`) and max/avg_pool2d (stage `pool`): vectors along the output
+/// row, channels and rows unrolled into a register tile, the window unrolled, padding at the root
+/// or per channel block, write cache, parallel channel blocks.
+ConfigSpace window_space(const Workload& w, const std::string& stage);
+/// add, relu, bias_add: vectors along the row, parallel rows.
+ConfigSpace elementwise_space(const Workload& w);
 
 /// The space of a workload's operator; throws tessera::Error when the op has none yet.
 ConfigSpace space_for(const Workload& w);

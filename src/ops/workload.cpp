@@ -16,6 +16,13 @@ int64_t Workload::get(const std::string& key) const {
   throw_error("workload {} has no key {}", text(), key);
 }
 
+int64_t Workload::get_or(const std::string& key, int64_t fallback) const {
+  for (const auto& [k, v] : params) {
+    if (k == key) return v;
+  }
+  return fallback;
+}
+
 std::string Workload::text() const {
   std::vector<std::string> kv;
   for (const auto& [k, v] : params) kv.push_back(fmt::format("{}={}", k, v));
@@ -61,15 +68,17 @@ Workload parse_workload(std::string_view text) {
     rest = rest.substr(comma + 1);
     if (rest.empty()) throw bad("trailing ','");
   }
-  return w;
+  return canonical(w);
 }
 
 OpInstance instantiate(const Workload& w) {
   for (const OpDef& def : op_registry()) {
     if (def.name != w.op) continue;
+    std::vector<std::string> allowed = def.keys;
+    for (const auto& [k, v] : def.optional) allowed.push_back(k);
     for (const auto& [k, v] : w.params) {
-      if (std::find(def.keys.begin(), def.keys.end(), k) == def.keys.end()) {
-        throw_error("{} has no key {} (keys: {})", w.op, k, fmt::join(def.keys, ", "));
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+        throw_error("{} has no key {} (keys: {})", w.op, k, fmt::join(allowed, ", "));
       }
     }
     for (const std::string& k : def.keys) {
@@ -82,6 +91,20 @@ OpInstance instantiate(const Workload& w) {
   std::vector<std::string> names;
   for (const OpDef& def : op_registry()) names.push_back(def.name);
   throw_error("unknown op '{}' (known: {})", w.op, fmt::join(names, ", "));
+}
+
+Workload canonical(const Workload& w) {
+  for (const OpDef& def : op_registry()) {
+    if (def.name != w.op) continue;
+    Workload out{w.op, {}};
+    for (const auto& [k, v] : w.params) {
+      bool at_default = false;
+      for (const auto& [ok, fallback] : def.optional) at_default |= ok == k && v == fallback;
+      if (!at_default) out.params.emplace_back(k, v);
+    }
+    return out;
+  }
+  return w;
 }
 
 }  // namespace tessera

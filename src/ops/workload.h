@@ -17,11 +17,14 @@ struct Workload {
 
   /// The value of `key`; throws tessera::Error if absent.
   int64_t get(const std::string& key) const;
+  /// The value of `key`, or `fallback` when the workload does not give it.
+  int64_t get_or(const std::string& key, int64_t fallback) const;
   /// Canonical text, `op:key=value,...` in the given order.
   std::string text() const;
 };
 
 /// Parses `op:key=value,...`; throws tessera::Error with a one-line message when malformed.
+/// Optional keys given at their defaults are dropped (see canonical).
 Workload parse_workload(std::string_view text);
 
 /// An operator instantiated for one workload.
@@ -37,6 +40,8 @@ struct OpInstance {
 struct OpDef {
   std::string name;
   std::vector<std::string> keys;
+  /// Keys a workload may leave out, with their defaults (conv2d's dilation D=1 and groups G=1).
+  std::vector<std::pair<std::string, int64_t>> optional;
   std::string summary;
   std::function<OpInstance(const Workload&)> build;
 };
@@ -45,5 +50,8 @@ const std::vector<OpDef>& op_registry();
 /// Builds the operator a workload names; throws tessera::Error for an unknown op, a missing or
 /// unknown key, or an invalid shape.
 OpInstance instantiate(const Workload& w);
+/// The workload with optional keys at their defaults left out, so that two spellings of the
+/// same operator share records (`conv2d:...,D=1,G=1` is `conv2d:...`). Unknown ops pass through.
+Workload canonical(const Workload& w);
 
 }  // namespace tessera
