@@ -79,6 +79,12 @@ void ModelTuner::observe(const std::vector<Config>& configs, const std::vector<d
     train_x_.push_back(*f);
     train_gflops_.push_back(gflops[i]);
   }
+  overhead_seconds_ += seconds_since(start);
+  refit();
+}
+
+void ModelTuner::refit() {
+  auto start = std::chrono::steady_clock::now();
   double best =
       train_gflops_.empty() ? 0 : *std::max_element(train_gflops_.begin(), train_gflops_.end());
   if (best > 0) {

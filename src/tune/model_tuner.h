@@ -23,6 +23,13 @@ class ModelTuner : public Tuner {
 
   std::vector<Config> propose(int n) override;
   void observe(const std::vector<Config>& configs, const std::vector<double>& gflops) override;
+  /// Fits the model again on everything observed (after the model's prior changed).
+  void refit();
+  /// The model knows something before any measurement (a transfer model with a global part):
+  /// batches come from the search over it from the first one on.
+  void use_model_from_start() { fitted_ = true; }
+  /// Rows the model was last fitted on.
+  size_t training_rows() const { return train_x_.size(); }
 
   /// The model's scores for configurations (-inf where the strategy does not apply).
   std::vector<double> predict(const std::vector<Config>& configs);

@@ -1,94 +1,194 @@
 #include "tune/tune.h"
 
 #include <chrono>
+#include <iostream>
 #include <unordered_map>
 
-#include "db/record_db.h"
+#include "model/transfer_model.h"
 #include "ops/templates.h"
 #include "te/error.h"
+#include "tune/model_tuner.h"
 
 namespace tessera {
 
-TuneResult tune(const std::string& workload_text, const TuneParams& params,
-                const MeasureParams& measure_params, const std::string& db_path,
-                const TuneProgressFn& progress) {
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  Workload workload = parse_workload(workload_text);
-  OpInstance op = instantiate(workload);
-  ConfigSpace space = space_for(workload);
-  std::unique_ptr<Tuner> tuner = make_tuner(space, op, params);
-  Measurer measurer(measure_params);
+namespace {
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
 
-  TuneResult result;
-  result.workload = workload.text();
-  std::optional<RecordDb> db;
-  if (!db_path.empty()) db.emplace(RecordDb::open(db_path, RecordDb::Mode::kReadWrite));
+void warn_to_stderr(const std::string& message) {
+  std::cerr << "tessera: warning: " << message << "\n";
+}
+
+TuneSession::TuneSession(const std::string& workload_text, const TuneParams& params,
+                         Measurer& measurer, RecordDb* db, bool transfer)
+    : workload_(parse_workload(workload_text)),
+      params_(params),
+      measurer_(measurer),
+      db_(db),
+      started_(now_s()) {
+  OpInstance op = instantiate(workload_);
+  flops_ = op.flops;
+  space_ = std::make_unique<ConfigSpace>(space_for(workload_));
+  tuner_ = make_tuner(*space_, op, params_, transfer ? &transfer_ : nullptr);
+  result_.workload = workload_.text();
 
   // Resume: configurations already measured on this machine are learned from, not re-measured.
-  if (db) {
+  if (db_) {
     RecordQuery q;
-    q.workload = result.workload;
-    q.target_key = measurer.target().key();
-    std::vector<Record> old = db->records(q);
-    if (!old.empty() && space.size() <= 2'000'000) {
-      std::unordered_map<std::string, uint64_t> by_text;
-      for (uint64_t i = 0; i < space.size(); ++i)
-        by_text.emplace(space.instantiate(space.from_index(i)).text(), i);
+    q.workload = result_.workload;
+    q.target_key = measurer_.target().key();
+    std::vector<Record> old = db_->records(q);
+    if (!old.empty()) {
+      std::unordered_map<std::string, uint64_t> by_text = strategy_index(*space_);
       std::vector<Config> configs;
       std::vector<double> gflops;
       for (const Record& r : old) {
         auto it = by_text.find(r.result.strategy);
         if (it == by_text.end()) continue;
-        configs.push_back(space.from_index(it->second));
+        configs.push_back(space_->from_index(it->second));
         gflops.push_back(r.result.error == ErrorKind::kOk ? r.result.gflops() : 0.0);
-        if (gflops.back() > result.best_gflops) {
-          result.best_gflops = gflops.back();
-          result.best_strategy = r.result.strategy;
-          result.best_config = space.describe(configs.back());
+        if (gflops.back() > result_.best_gflops) {
+          result_.best_gflops = gflops.back();
+          result_.best_strategy = r.result.strategy;
+          result_.best_config = space_->describe(configs.back());
         }
       }
-      result.resumed = static_cast<int>(configs.size());
-      if (!configs.empty()) tuner->observe(configs, gflops);
+      result_.resumed = static_cast<int>(configs.size());
+      if (!configs.empty()) tuner_->observe(configs, gflops);
     }
   }
+  result_.seconds = now_s() - started_;
+  result_.tuner_seconds = tuner_->overhead_seconds();
+}
 
-  while (result.trials < params.trials) {
-    int n = std::min(params.batch_size, params.trials - result.trials);
-    std::vector<Config> batch = tuner->propose(n);
-    if (batch.empty()) break;  // the space is exhausted
-    std::vector<MeasureInput> inputs;
-    for (const Config& c : batch)
-      inputs.push_back({result.workload, space.instantiate(c).text(), std::nullopt});
-    auto measure_start = std::chrono::steady_clock::now();
-    std::vector<MeasureResult> measured = measurer.measure(inputs);
-    result.measure_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - measure_start).count();
-    if (db) db->append(measurer.target(), measured);
-    std::vector<double> gflops;
-    for (size_t i = 0; i < measured.size(); ++i) {
-      bool ok = measured[i].error == ErrorKind::kOk;
-      gflops.push_back(ok ? measured[i].gflops() : 0.0);
-      result.errors += !ok;
-      if (gflops.back() > result.best_gflops) {
-        result.best_gflops = gflops.back();
-        result.best_strategy = measured[i].strategy;
-        result.best_config = space.describe(batch[i]);
-      }
-      ++result.trials;
-      result.best_curve.push_back(result.best_gflops);
+TuneSession::~TuneSession() = default;
+
+const CostModel* TuneSession::global() const {
+  return transfer_ ? transfer_->global() : nullptr;
+}
+
+void TuneSession::set_global(std::shared_ptr<const CostModel> global, const TransferInfo& info) {
+  if (!transfer_) return;
+  bool informed = global != nullptr;
+  transfer_->set_global(std::move(global));
+  auto* model_tuner = static_cast<ModelTuner*>(tuner_.get());  // transfer_ implies a ModelTuner
+  model_tuner->refit();
+  if (informed) model_tuner->use_model_from_start();
+  result_.transfer = info;
+  result_.transfer.used = informed;
+  result_.tuner_seconds = tuner_->overhead_seconds();
+}
+
+int TuneSession::step(int n) {
+  std::vector<Config> batch = tuner_->propose(n);
+  if (batch.empty()) return 0;  // the space is exhausted
+  std::vector<MeasureInput> inputs;
+  for (const Config& c : batch)
+    inputs.push_back({result_.workload, space_->instantiate(c).text(), std::nullopt});
+  double measure_start = now_s();
+  std::vector<MeasureResult> measured = measurer_.measure(inputs);
+  result_.measure_seconds += now_s() - measure_start;
+  if (db_) db_->append(measurer_.target(), measured);
+  std::vector<double> gflops;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    bool ok = measured[i].error == ErrorKind::kOk;
+    gflops.push_back(ok ? measured[i].gflops() : 0.0);
+    result_.errors += !ok;
+    if (gflops.back() > result_.best_gflops) {
+      result_.best_gflops = gflops.back();
+      result_.best_strategy = measured[i].strategy;
+      result_.best_config = space_->describe(batch[i]);
     }
-    tuner->observe(batch, gflops);
-    if (progress) {
-      TuneProgress p{result.trials, params.trials, result.errors, result.best_gflops, elapsed(), 0};
-      p.eta_s = p.elapsed_s / p.trials_done * (p.trials_total - p.trials_done);
-      progress(p);
-    }
+    ++result_.trials;
+    result_.best_curve.push_back(result_.best_gflops);
   }
-  result.seconds = elapsed();
-  result.tuner_seconds = tuner->overhead_seconds();
+  tuner_->observe(batch, gflops);
+  result_.seconds = now_s() - started_;
+  result_.tuner_seconds = tuner_->overhead_seconds();
+  return static_cast<int>(batch.size());
+}
+
+std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const TuneParams& params,
+                                              const std::string& db_path, RecordDb& db,
+                                              const std::string& target_key, const WarnFn& warn,
+                                              TransferInfo* info) {
+  *info = TransferInfo{};
+  if (params.transfer != "on" && params.transfer != "off" && params.transfer != "auto")
+    throw_error("--transfer must be on, off or auto, not '{}'", params.transfer);
+  if (params.transfer == "off") {
+    info->reason = "--transfer off";
+    return nullptr;
+  }
+  if (params.tuner != "xgb" && params.tuner != "xgb-reg") {
+    if (params.transfer == "on")
+      throw_error("--transfer on needs a model tuner (xgb, xgb-reg), not {}", params.tuner);
+    info->reason = "the " + params.tuner + " tuner has no cost model";
+    return nullptr;
+  }
+  std::string layout;
+  if (params.features == "knob") layout = knob_layout(space_for(parse_workload(workload)));
+  auto objective = params.tuner == "xgb" ? XGBoostParams::Objective::kRank
+                                         : XGBoostParams::Objective::kRegression;
+  auto global =
+      std::make_shared<GlobalModel>(db_path, params.features, objective, layout, params.seed);
+  double start = now_s();
+  global->refresh(db, target_key, warn);
+  info->seconds = now_s() - start;
+  info->records = global->records();
+  info->workloads = global->workloads().size();
+  info->rebuilt = global->rebuilt();
+  info->model_path = global->model_path();
+  if (!global->model()) {
+    info->reason = "no usable records in the DB for this target";
+    return nullptr;
+  }
+  if (params.transfer == "auto" && !global->knows_other_than(workload)) {
+    info->reason = "no records of other workloads in the DB for this target";
+    return nullptr;
+  }
+  info->used = true;
+  return global;
+}
+
+TuneResult tune(const std::string& workload_text, const TuneParams& params,
+                const MeasureParams& measure_params, const std::string& db_path,
+                const TuneProgressFn& progress, const WarnFn& warn) {
+  WarnFn say = warn ? warn : WarnFn(warn_to_stderr);
+  Workload workload = parse_workload(workload_text);
+  Measurer measurer(measure_params);
+  std::optional<RecordDb> db;
+  if (!db_path.empty()) db.emplace(RecordDb::open(db_path, RecordDb::Mode::kReadWrite));
+
+  TransferInfo info;
+  std::shared_ptr<GlobalModel> global;
+  if (db) {
+    global = prepare_transfer(workload.text(), params, db_path, *db, measurer.target().key(), say,
+                              &info);
+  } else {
+    info.reason = "no records DB";
+    if (params.transfer == "on") throw_error("--transfer on needs a records DB");
+  }
+  TuneSession session(workload.text(), params, measurer, db ? &*db : nullptr, global != nullptr);
+  if (global) session.set_global(global->model(), info);
+  TuneResult result = session.result();
+  result.transfer = info;
+
+  auto report = [&] {
+    if (!progress) return;
+    const TuneResult& r = session.result();
+    TuneProgress p{r.trials, params.trials, r.errors, r.best_gflops, r.seconds, 0, info};
+    p.eta_s = p.trials_done ? p.elapsed_s / p.trials_done * (p.trials_total - p.trials_done) : 0;
+    progress(p);
+  };
+  while (session.result().trials < params.trials) {
+    int n = std::min(params.batch_size, params.trials - session.result().trials);
+    if (session.step(n) == 0) break;
+    report();
+  }
+  result = session.result();
+  result.transfer = info;
   return result;
 }
 

@@ -1,14 +1,31 @@
 /// The tuning loop: propose a batch, measure it in isolated workers, record it, learn, repeat.
+/// TuneSession runs it one batch at a time (tune-all interleaves sessions); tune() runs one
+/// session to its trial count.
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "db/record_db.h"
 #include "measure/measure.h"
+#include "tune/global_model.h"
 #include "tune/tuner.h"
 
 namespace tessera {
+
+/// What the run knows from other workloads (tune/global_model.h).
+struct TransferInfo {
+  bool used = false;       // the cost model is f_global + f_local
+  size_t records = 0;      // records the global model was trained on
+  size_t workloads = 0;    // their workloads
+  bool rebuilt = false;    // the global model was refitted (not loaded) for this run
+  std::string model_path;  // where it is saved
+  double seconds = 0;      // spent loading or refitting it (features of the records included)
+  std::string reason;      // why transfer is off, when it is
+};
 
 struct TuneProgress {
   int trials_done = 0;
@@ -17,6 +34,7 @@ struct TuneProgress {
   double best_gflops = 0;
   double elapsed_s = 0;
   double eta_s = 0;
+  TransferInfo transfer;
 };
 using TuneProgressFn = std::function<void(const TuneProgress&)>;
 
@@ -32,12 +50,70 @@ struct TuneResult {
   double seconds = 0;
   double tuner_seconds = 0;    // model fitting and search
   double measure_seconds = 0;  // building and running candidates
+  TransferInfo transfer;
 };
 
+class TransferModel;
+
+/// One workload's tuning state, driven a batch at a time.
+class TuneSession {
+ public:
+  /// Sets up the space and tuner of `workload` and resumes from `db`'s records of it on the
+  /// measurer's target (db may be null). With `transfer`, an xgb tuner's model is a
+  /// TransferModel waiting for set_global(). Throws tessera::Error on bad input.
+  TuneSession(const std::string& workload, const TuneParams& params, Measurer& measurer,
+              RecordDb* db, bool transfer = false);
+  ~TuneSession();
+  TuneSession(const TuneSession&) = delete;
+  TuneSession& operator=(const TuneSession&) = delete;
+
+  /// Proposes, measures, records and learns from up to n configurations; returns how many were
+  /// measured (0: the space is exhausted).
+  int step(int n);
+  /// Gives the transfer model a (new) global model and refits the local one on top of it.
+  /// Ignored when the tuner has no transfer model (random, grid, ga, or transfer off).
+  void set_global(std::shared_ptr<const CostModel> global, const TransferInfo& info);
+  /// Whether the tuner can take a global model.
+  bool accepts_global() const { return transfer_ != nullptr; }
+  const CostModel* global() const;
+
+  /// The result so far (seconds and tuner_seconds as of the last step).
+  const TuneResult& result() const { return result_; }
+  const ConfigSpace& space() const { return *space_; }
+  const Workload& workload() const { return workload_; }
+  double flops() const { return flops_; }
+
+ private:
+  Workload workload_;
+  TuneParams params_;
+  Measurer& measurer_;
+  RecordDb* db_;
+  std::unique_ptr<ConfigSpace> space_;
+  std::unique_ptr<Tuner> tuner_;
+  TransferModel* transfer_ = nullptr;
+  double flops_ = 0;
+  double started_ = 0;
+  TuneResult result_;
+};
+
+/// Decides on and prepares transfer for tuning `workload` (canonical text) with `params`:
+/// the DB's global model for the features and objective, refreshed; whether to use it
+/// (params.transfer: on, off, auto = when it knows other workloads). Null when not used, with
+/// the reason in `info`. Throws tessera::Error for --transfer on with a tuner without a model.
+std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const TuneParams& params,
+                                              const std::string& db_path, RecordDb& db,
+                                              const std::string& target_key, const WarnFn& warn,
+                                              TransferInfo* info);
+
 /// Tunes `workload` for `params.trials` trials. With a non-empty `db_path`, records of the same
-/// workload and machine are loaded first (the run resumes from them) and every batch is appended
-/// as soon as it is measured.
+/// workload and machine are loaded first (the run resumes from them), every batch is appended as
+/// soon as it is measured, and the records of other workloads train a global model for transfer
+/// (params.transfer). `warn` gets one-line warnings (default: stderr).
 TuneResult tune(const std::string& workload, const TuneParams& params, const MeasureParams& measure,
-                const std::string& db_path, const TuneProgressFn& progress = nullptr);
+                const std::string& db_path, const TuneProgressFn& progress = nullptr,
+                const WarnFn& warn = nullptr);
+
+/// One-line warnings to stderr as `tessera: warning: ...`.
+void warn_to_stderr(const std::string& message);
 
 }  // namespace tessera

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -27,6 +28,11 @@ struct TuneParams {
   double diversity_alpha =
       0.2;                // weight of each newly covered knob value (scores are scaled to [0, 1])
   double epsilon = 0.05;  // share of each batch drawn at random
+  /// Transfer learning from the DB's records of other workloads (tune/global_model.h): "on",
+  /// "off", or "auto" (on when the DB holds records of other workloads for this target).
+  std::string transfer = "auto";
+  /// n0 of the global weight w = 1 / (1 + n_local / n0) (model/transfer_model.h).
+  double transfer_n0 = 64;
   int ga_population = 64;
   double ga_mutation = 0.1;
   uint64_t seed = 0;
@@ -58,8 +64,17 @@ class Tuner {
   double overhead_seconds_ = 0;
 };
 
+class TransferModel;
+
 /// The tuner `params.tuner` names, for the space of `op`; throws tessera::Error on an unknown name.
+/// With `transfer` given, an xgb/xgb-reg tuner's model is a TransferModel (model/
+/// transfer_model.h) without a global model yet, returned in `*transfer` (null for the other
+/// tuners); TuneSession::set_global gives it one.
 std::unique_ptr<Tuner> make_tuner(const ConfigSpace& space, const OpInstance& op,
-                                  const TuneParams& params);
+                                  const TuneParams& params, TransferModel** transfer = nullptr);
+/// The feature function `params.features` names for configurations of `space` over `program`
+/// (relation, context, knob); throws tessera::Error on an unknown name.
+std::function<bool(const Config&, std::vector<float>*)> make_feature_fn(
+    const ConfigSpace& space, const Program& program, const std::string& features);
 
 }  // namespace tessera

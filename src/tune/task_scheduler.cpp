@@ -1,0 +1,93 @@
+#include "tune/task_scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "te/error.h"
+
+namespace tessera {
+
+GradientTaskScheduler::GradientTaskScheduler(std::vector<SchedulerTask> tasks, int total_trials,
+                                             SchedulerParams params)
+    : tasks_(std::move(tasks)), state_(tasks_.size()), params_(params), total_(total_trials) {
+  if (params_.batch_size <= 0) throw_error("task scheduler: batch size must be positive");
+}
+
+std::optional<std::pair<int, int>> GradientTaskScheduler::next() {
+  int left = total_ - done_;
+  if (left <= 0) return std::nullopt;
+  // Warm-up: every live task gets a first round, the budget shared when it is short.
+  int cold = 0;
+  for (const State& s : state_) cold += !s.stopped && s.history.empty();
+  for (size_t i = 0; i < state_.size(); ++i) {
+    if (state_[i].stopped || !state_[i].history.empty()) continue;
+    int n = std::min(params_.batch_size, std::max(1, left / cold));
+    return std::make_pair(static_cast<int>(i), n);
+  }
+  int best = -1;
+  double best_grad = 0;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    if (state_[i].stopped) continue;
+    double g = gradient(static_cast<int>(i));
+    if (best < 0 || g < best_grad ||
+        (g == best_grad && state_[i].trials < state_[static_cast<size_t>(best)].trials)) {
+      best = static_cast<int>(i);
+      best_grad = g;
+    }
+  }
+  if (best < 0) return std::nullopt;
+  return std::make_pair(best, std::min(params_.batch_size, left));
+}
+
+void GradientTaskScheduler::report(int task, int trials, double best_latency) {
+  State& s = state_.at(task);
+  done_ += trials;
+  s.trials += trials;
+  if (trials <= 0) {
+    s.stopped = true;  // nothing left to propose
+    return;
+  }
+  if (best_latency < s.best) {
+    s.best = best_latency;
+    s.last_improvement = s.trials;
+  }
+  s.history.push_back(s.best);
+  if (params_.early_stop > 0 && s.trials - s.last_improvement >= params_.early_stop)
+    s.stopped = true;
+}
+
+double GradientTaskScheduler::gradient(int task) const {
+  const State& s = state_.at(task);
+  if (s.stopped) return 0;
+  const SchedulerTask& t = tasks_.at(task);
+  if (!std::isfinite(s.best)) return -std::numeric_limits<double>::infinity();
+  int r = static_cast<int>(s.history.size());
+  if (r == 0) return -std::numeric_limits<double>::infinity();
+  // Backward: the improvement over the last W rounds, per round.
+  double backward = 0;
+  int w = params_.backward_window;
+  if (w > 0 && r - 1 - w >= 0) backward = (s.history[r - 1] - s.history[r - 1 - w]) / w;
+  // Forward: optimistic, the next round gains what an average round gained so far, but no more
+  // than reaching β times slower than the fastest similar task.
+  double next = s.best - s.best / r;
+  double group_best_flops = 0;
+  int similar = 0;
+  for (size_t j = 0; j < tasks_.size(); ++j) {
+    if (tasks_[j].group != t.group) continue;
+    ++similar;
+    if (std::isfinite(state_[j].best) && state_[j].best > 0)
+      group_best_flops = std::max(group_best_flops, tasks_[j].flops / state_[j].best);
+  }
+  if (similar > 1 && group_best_flops > 0)
+    next = std::min(next, params_.beta * t.flops / group_best_flops);
+  double forward = next - s.best;
+  return t.weight * (params_.alpha * backward + (1 - params_.alpha) * forward);
+}
+
+double GradientTaskScheduler::objective() const {
+  double f = 0;
+  for (size_t i = 0; i < tasks_.size(); ++i) f += tasks_[i].weight * state_[i].best;
+  return f;
+}
+
+}  // namespace tessera

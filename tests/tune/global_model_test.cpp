@@ -1,0 +1,160 @@
+// The global model of transfer learning: trained on every record of the DB for one target,
+// saved next to the DB, reloaded while the DB is unchanged, refitted when it grows, rebuilt from
+// a corrupt file with one warning; knob features only across one knob layout.
+#include "tune/global_model.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tune/tune.h"
+#include "tune_test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::add_synthetic_records;
+using testing::fake_target;
+using testing::TempDb;
+
+const char* kA = "matmul:M=32,N=32,K=16";
+const char* kB = "matmul:M=64,N=32,K=32";
+const char* kC = "matmul:M=16,N=64,K=16";
+
+// Relation features of some configurations of kC: what a tuner of kC would ask the model.
+std::vector<std::vector<float>> probe_rows() {
+  Workload w = parse_workload(kC);
+  ConfigSpace space = space_for(w);
+  OpInstance op = instantiate(w);
+  auto features = make_feature_fn(space, op.program, "relation");
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<float>> rows;
+  while (rows.size() < 50) {
+    std::vector<float> f;
+    if (features(space.sample(rng), &f)) rows.push_back(f);
+  }
+  return rows;
+}
+
+TEST(GlobalModel, SavedModelReloadsAndPredictsIdenticallyAndRefitsWhenTheDbGrows) {
+  TempDb tmp("global_reload");
+  RecordDb db = RecordDb::open(tmp.path, RecordDb::Mode::kReadWrite);
+  Target target = fake_target();
+  add_synthetic_records(db, target, kA, 40, 1);
+  add_synthetic_records(db, target, kB, 40, 2, 3.0);
+
+  GlobalModel a(tmp.path, "relation", XGBoostParams::Objective::kRank);
+  EXPECT_EQ(a.model_path(), tmp.path + ".global-relation.model");
+  EXPECT_TRUE(a.refresh(db, target.key()));
+  EXPECT_TRUE(a.rebuilt());
+  ASSERT_TRUE(a.model());
+  EXPECT_EQ(a.records(), 80u);
+  EXPECT_EQ(a.workloads().size(), 2u);
+  EXPECT_TRUE(a.knows_other_than(kA));
+  EXPECT_TRUE(std::filesystem::exists(a.model_path()));
+  EXPECT_TRUE(std::filesystem::exists(a.stamp_path()));
+  EXPECT_FALSE(a.refresh(db, target.key())) << "nothing new: nothing to do";
+
+  std::vector<std::vector<float>> rows = probe_rows();
+  std::vector<float> pa = a.model()->predict(rows);
+  GlobalModel b(tmp.path, "relation", XGBoostParams::Objective::kRank);
+  std::vector<std::string> warnings;
+  EXPECT_TRUE(b.refresh(db, target.key(), [&](const std::string& w) { warnings.push_back(w); }));
+  EXPECT_FALSE(b.rebuilt()) << "the saved model is up to date: loaded, not refitted";
+  EXPECT_TRUE(warnings.empty());
+  ASSERT_TRUE(b.model());
+  EXPECT_EQ(b.model()->predict(rows), pa);
+  EXPECT_EQ(b.records(), 80u);
+  EXPECT_EQ(b.workloads(), a.workloads());
+
+  add_synthetic_records(db, target, kC, 20, 3);
+  EXPECT_TRUE(b.refresh(db, target.key()));
+  EXPECT_TRUE(b.rebuilt());
+  EXPECT_EQ(b.records(), 100u);
+  EXPECT_EQ(b.workloads().size(), 3u);
+
+  // Another target's records are not this one's.
+  GlobalModel other(tmp.path + "-other", "relation", XGBoostParams::Objective::kRank);
+  Target t2 = fake_target();
+  t2.cpu_model = "another";
+  other.refresh(db, t2.key());
+  EXPECT_FALSE(other.model());
+  EXPECT_EQ(other.records(), 0u);
+}
+
+TEST(GlobalModel, ACorruptModelOrStampIsRebuiltWithOneWarningAndNoRecordIsLost) {
+  TempDb tmp("global_corrupt");
+  RecordDb db = RecordDb::open(tmp.path, RecordDb::Mode::kReadWrite);
+  Target target = fake_target();
+  add_synthetic_records(db, target, kA, 30, 1);
+  add_synthetic_records(db, target, kB, 30, 2);
+  GlobalModel a(tmp.path, "relation", XGBoostParams::Objective::kRank);
+  a.refresh(db, target.key());
+  ASSERT_TRUE(a.model());
+
+  std::ofstream(a.model_path(), std::ios::trunc) << "{\"learner\": tru";  // cut short
+  GlobalModel b(tmp.path, "relation", XGBoostParams::Objective::kRank);
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string& w) { warnings.push_back(w); };
+  EXPECT_TRUE(b.refresh(db, target.key(), warn));
+  EXPECT_TRUE(b.rebuilt());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].find('\n'), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find(a.model_path()), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("rebuilding"), std::string::npos) << warnings[0];
+  ASSERT_TRUE(b.model());
+  EXPECT_EQ(b.records(), 60u);
+  EXPECT_EQ(db.records().size(), 60u);
+
+  // The rebuilt file is good again: the next process loads it quietly.
+  warnings.clear();
+  GlobalModel c(tmp.path, "relation", XGBoostParams::Objective::kRank);
+  c.refresh(db, target.key(), warn);
+  EXPECT_FALSE(c.rebuilt());
+  EXPECT_TRUE(warnings.empty());
+
+  std::ofstream(a.stamp_path(), std::ios::trunc) << "not json";
+  GlobalModel d(tmp.path, "relation", XGBoostParams::Objective::kRank);
+  d.refresh(db, target.key(), warn);
+  EXPECT_TRUE(d.rebuilt());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("stamp"), std::string::npos) << warnings[0];
+  EXPECT_TRUE(d.model());
+}
+
+TEST(GlobalModel, KnobFeaturesTransferOnlyBetweenSpacesOfOneLayout) {
+  TempDb tmp("global_knob");
+  RecordDb db = RecordDb::open(tmp.path, RecordDb::Mode::kReadWrite);
+  Target target = fake_target();
+  const char* conv = "conv2d:N=1,C=8,H=8,W=8,O=16,K=3,S=1,P=1";
+  add_synthetic_records(db, target, kA, 20, 1);
+  add_synthetic_records(db, target, kB, 20, 2);
+  add_synthetic_records(db, target, conv, 20, 3);
+  std::string matmul_layout = knob_layout(space_for(parse_workload(kC)));
+  EXPECT_EQ(matmul_layout, knob_layout(space_for(parse_workload(kA))));
+  EXPECT_NE(matmul_layout, knob_layout(space_for(parse_workload(conv))));
+
+  GlobalModel knob(tmp.path, "knob", XGBoostParams::Objective::kRank, matmul_layout);
+  knob.refresh(db, target.key());
+  EXPECT_EQ(knob.workloads(), (std::set<std::string>{kA, kB}));
+  ASSERT_TRUE(knob.model());
+  EXPECT_EQ(knob.model()->num_features(),
+            space_for(parse_workload(kC)).knob_features(Config{std::vector<int>(8, 0)}).size());
+
+  GlobalModel relation(tmp.path, "relation", XGBoostParams::Objective::kRank);
+  relation.refresh(db, target.key());
+  EXPECT_EQ(relation.workloads().size(), 3u) << "relation features span operators";
+  EXPECT_NE(knob.model_path(), relation.model_path());
+  EXPECT_THROW(GlobalModel(tmp.path, "knob", XGBoostParams::Objective::kRank), Error);
+}
+
+TEST(GlobalModel, CanonicalWorkloadOrdersKeysLikeTheRegistry) {
+  EXPECT_EQ(canonical_workload("matmul:N=2,K=3,M=1"), "matmul:M=1,N=2,K=3");
+  EXPECT_EQ(canonical_workload("matmul:M=1,N=2,K=3"), "matmul:M=1,N=2,K=3");
+  EXPECT_THROW(canonical_workload("matmul:M=1,N=2"), Error);
+  EXPECT_THROW(canonical_workload("matmul:M=1,N=2,K=3,Q=4"), Error);
+  EXPECT_THROW(canonical_workload("nosuchop:M=1"), Error);
+}
+
+}  // namespace
+}  // namespace tessera

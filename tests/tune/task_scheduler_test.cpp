@@ -1,0 +1,121 @@
+// Ansor's gradient task scheduler on mock tasks whose best latency follows a known curve.
+#include "tune/task_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+namespace tessera {
+namespace {
+
+// A mock task: best latency (seconds) as a function of the trials it has had.
+using Curve = std::function<double(int trials)>;
+
+// Runs the scheduler to the end against the curves; returns the allocations in order.
+std::vector<int> run(GradientTaskScheduler& s, const std::vector<Curve>& curves) {
+  std::vector<int> order;
+  while (auto next = s.next()) {
+    auto [task, n] = *next;
+    order.push_back(task);
+    s.report(task, n, curves[static_cast<size_t>(task)](s.trials(task) + n));
+  }
+  return order;
+}
+
+SchedulerParams params(int batch, int early_stop) {
+  SchedulerParams p;
+  p.batch_size = batch;
+  p.early_stop = early_stop;
+  return p;
+}
+
+TEST(TaskScheduler, WarmsUpRoundRobinThenFavoursTheTaskWithTheLargerExpectedGain) {
+  // Both improve like 1/sqrt(trials); task 0 takes ten times longer, so its trials gain more.
+  std::vector<Curve> curves = {
+      [](int t) { return 10e-3 / std::sqrt(static_cast<double>(t)); },
+      [](int t) { return 1e-3 / std::sqrt(static_cast<double>(t)); },
+  };
+  GradientTaskScheduler s({{1, 1e6, "a"}, {1, 1e6, "b"}}, 640, params(16, 0));
+  std::vector<int> order = run(s, curves);
+  ASSERT_GE(order.size(), 2u);
+  EXPECT_EQ(order[0], 0);
+  EXPECT_EQ(order[1], 1);
+  EXPECT_EQ(s.trials_done(), 640);
+  EXPECT_EQ(s.trials(0) + s.trials(1), 640);
+  EXPECT_GT(s.trials(0), 3 * s.trials(1));
+  EXPECT_LT(s.gradient(0), 0);
+  EXPECT_DOUBLE_EQ(s.objective(), s.best_latency(0) + s.best_latency(1));
+}
+
+TEST(TaskScheduler, AStalledTaskStopsAndTheRestOfTheBudgetGoesToTheOthers) {
+  // Task 1 found its best in the first batch. Ansor's forward estimate is optimistic about it
+  // (the next batch might gain what the average one did); early stopping ends that.
+  std::vector<Curve> curves = {
+      [](int t) { return 1e-3 / std::sqrt(static_cast<double>(t)); },
+      [](int) { return 1e-3; },
+  };
+  GradientTaskScheduler s({{1, 1e6, "a"}, {1, 1e6, "b"}}, 640, params(16, 64));
+  run(s, curves);
+  EXPECT_TRUE(s.stopped(1));
+  EXPECT_EQ(s.trials(1), 16 + 64);
+  EXPECT_FALSE(s.stopped(0));
+  EXPECT_EQ(s.trials(0), 640 - 80);
+}
+
+TEST(TaskScheduler, WeighsImprovementsByTheTasksShareOfTheTotal) {
+  // Two tasks with the same relative progress; task 1 runs five times per inference, so its
+  // trials are worth more.
+  Curve improving = [](int t) { return 1e-3 * (1 + 4.0 / t); };
+  GradientTaskScheduler s({{1, 1e6, "a"}, {5, 1e6, "b"}}, 960, params(16, 0));
+  run(s, {improving, improving});
+  EXPECT_GT(s.trials(1), 2 * s.trials(0));
+}
+
+TEST(TaskScheduler, StopsATaskThatHasNotImprovedForEarlyStopTrials) {
+  std::vector<Curve> curves = {
+      [](int t) { return 1e-3 / t; },                      // improves at every batch
+      [](int t) { return t <= 8 ? 2e-3 : 1.5e-3; },        // one improvement, then stalls
+      [](int t) { return t <= 8 ? 5e-3 : 5e-3 * 8 / t; },  // stalls only after the warm-up
+  };
+  GradientTaskScheduler s({{1, 1e6, "a"}, {100, 1e6, "b"}, {1, 1e6, "c"}}, 4000, params(8, 32));
+  run(s, curves);
+  EXPECT_TRUE(s.stopped(1)) << "no better best for 32 trials: stopped";
+  // Task 1 is weighted 100x, so it is scheduled until it has gone 32 trials without
+  // improvement, and no further.
+  EXPECT_EQ(s.trials(1), 16 + 32);
+  EXPECT_FALSE(s.stopped(0));
+  EXPECT_EQ(s.trials_done(), 4000);
+}
+
+TEST(TaskScheduler, EndsWhenEveryTaskStoppedOrTheSpaceRanOut) {
+  GradientTaskScheduler s({{1, 1e6, "a"}, {1, 1e6, "a"}}, 1000, params(10, 20));
+  // Task 0 never changes; task 1's space runs out after 15 trials.
+  int exhausted_after = 15;
+  while (auto next = s.next()) {
+    auto [task, n] = *next;
+    if (task == 0) {
+      s.report(0, n, 1e-3);
+    } else {
+      int left = std::max(0, exhausted_after - s.trials(1));
+      s.report(1, std::min(n, left), 2e-3);
+    }
+  }
+  EXPECT_TRUE(s.stopped(0));
+  EXPECT_TRUE(s.stopped(1));
+  EXPECT_EQ(s.trials(0), 30);  // improved at 10 (first), then 20 without
+  EXPECT_EQ(s.trials(1), 15);
+  EXPECT_LT(s.trials_done(), 1000);
+}
+
+TEST(TaskScheduler, AShortBudgetIsSharedInTheWarmUp) {
+  GradientTaskScheduler s({{1, 1e6, "a"}, {1, 1e6, "a"}, {1, 1e6, "a"}}, 7, params(64, 0));
+  run(s, {[](int) { return 1e-3; }, [](int) { return 1e-3; }, [](int) { return 1e-3; }});
+  EXPECT_EQ(s.trials(0), 2);
+  EXPECT_EQ(s.trials(1), 2);
+  EXPECT_EQ(s.trials(2), 3);
+  EXPECT_EQ(s.trials_done(), 7);
+}
+
+}  // namespace
+}  // namespace tessera
