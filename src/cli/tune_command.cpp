@@ -27,10 +27,35 @@ std::string clock_text(double s) {
   return fmt::format("{:02}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60);
 }
 
+}  // namespace
+
+std::string transfer_text(const TransferInfo& t) {
+  if (t.used) {
+    return fmt::format("transfer on (global model: {} records, {} workloads)", t.records,
+                       t.workloads);
+  }
+  return "transfer off";
+}
+
+nlohmann::json transfer_json(const TransferInfo& t) {
+  nlohmann::json j;
+  j["used"] = t.used;
+  j["records"] = t.records;
+  j["workloads"] = t.workloads;
+  j["rebuilt"] = t.rebuilt;
+  j["model"] = t.model_path;
+  j["seconds"] = t.seconds;
+  if (!t.used) j["reason"] = t.reason;
+  return j;
+}
+
+namespace {
+
 void show_progress(const TuneProgress& p, bool tty) {
-  std::string text = fmt::format("{}/{} trials, {} errors, best {:.2f} GFLOP/s, {} elapsed, ETA {}",
-                                 p.trials_done, p.trials_total, p.errors, p.best_gflops,
-                                 clock_text(p.elapsed_s), clock_text(p.eta_s));
+  std::string text =
+      fmt::format("{}/{} trials, {} errors, best {:.2f} GFLOP/s, {}, {} elapsed, ETA {}",
+                  p.trials_done, p.trials_total, p.errors, p.best_gflops, transfer_text(p.transfer),
+                  clock_text(p.elapsed_s), clock_text(p.eta_s));
   if (tty) {
     int width = 30, filled = p.trials_total ? width * p.trials_done / p.trials_total : width;
     std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '#')
@@ -68,6 +93,7 @@ int tune_command(const TuneArgs& args) {
     j["tuner_seconds"] = r.tuner_seconds;
     j["measure_seconds"] = r.measure_seconds;
     j["best_curve"] = r.best_curve;
+    j["transfer"] = transfer_json(r.transfer);
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << fmt::format("workload  {}\ntrials    {} ({} resumed from {}), {} errors\n",
@@ -76,6 +102,11 @@ int tune_command(const TuneArgs& args) {
                              r.best_gflops, r.best_config, r.best_strategy);
     std::cout << fmt::format("time      {:.1f} s ({:.1f} s measuring, {:.1f} s model and search)\n",
                              r.seconds, r.measure_seconds, r.tuner_seconds);
+    std::cout << "model     " << transfer_text(r.transfer)
+              << (r.transfer.used
+                      ? fmt::format(", {:.1f} s to load or refit it", r.transfer.seconds)
+                      : ": " + r.transfer.reason)
+              << "\n";
   }
   return r.best_gflops > 0 ? 0 : 1;
 }
@@ -204,8 +235,14 @@ TuneCommands add_tune_commands(CLI::App& app) {
       ->check(CLI::IsMember({"xgb", "xgb-reg", "random", "grid", "ga"}));
   c.tune
       ->add_option("--features", t.params.features,
-                   "Cost-model features: relation, context or knob")
+                   "Cost-model features: relation (default), context or knob; knob "
+                   "features transfer only between workloads of the same template")
       ->check(CLI::IsMember({"relation", "context", "knob"}));
+  c.tune
+      ->add_option("--transfer", t.params.transfer,
+                   "Transfer learning from the DB's other workloads: on, off, or auto (on when "
+                   "the DB holds records of other workloads for this machine)")
+      ->check(CLI::IsMember({"on", "off", "auto"}));
   c.tune->add_option("--batch", t.params.batch_size, "Measurements between model updates")
       ->check(CLI::PositiveNumber);
   c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)");

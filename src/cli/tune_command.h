@@ -3,10 +3,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
-#include "tune/tuner.h"
+#include "tune/tune.h"
 
 namespace tessera {
 
@@ -34,6 +35,10 @@ struct TuneCommands {
 };
 
 TuneCommands add_tune_commands(CLI::App& app);
+/// "transfer on (N records of M workloads)" or "transfer off", for progress lines.
+std::string transfer_text(const TransferInfo& t);
+/// The transfer part of --json output: used, records, workloads, rebuilt, model (, reason).
+nlohmann::json transfer_json(const TransferInfo& t);
 /// The exit code when one of these commands was given.
 std::optional<int> run_tune_commands(const TuneCommands& commands);
 

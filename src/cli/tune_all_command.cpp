@@ -1,0 +1,157 @@
+#include "cli/tune_all_command.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/tune_command.h"
+#include "runtime/text_file.h"
+#include "te/error.h"
+
+namespace tessera {
+
+namespace {
+
+std::string task_label(const Task& t) {
+  return t.names.empty() ? t.workload : fmt::format("{}", fmt::join(t.names, "="));
+}
+
+std::string latency_text(double s) {
+  return std::isfinite(s) ? fmt::format("{:.4g} ms", s * 1e3) : "n/a";
+}
+
+void show_progress(const TuneAllProgress& p) {
+  std::cerr << fmt::format(
+      "tune-all: {}/{} trials, total {} (sum of best latencies), {}, {:.0f} s\n", p.trials_done,
+      p.trials_total, latency_text(p.total_latency_s), transfer_text(p.transfer), p.elapsed_s);
+  for (size_t i = 0; i < p.tasks->size(); ++i) {
+    const TaskReport& r = (*p.tasks)[i];
+    std::cerr << fmt::format("  {} {:<12} {:>5} trials, best {:8.2f} GFLOP/s{}  {}\n",
+                             static_cast<int>(i) == p.last_task ? '>' : ' ', task_label(r.task),
+                             r.result.trials, r.result.best_gflops,
+                             r.task.weight > 1 ? fmt::format(" (x{})", r.task.weight) : "",
+                             r.task.names.empty() ? "" : r.task.workload);
+  }
+}
+
+int tune_all_command(const TuneAllArgs& args) {
+  auto bad = [](const std::string& message) {
+    std::cerr << "tessera: error: " << message << "\n";
+    return 2;
+  };
+  if (args.file.empty() == args.model.empty())
+    return bad("tune-all needs a task FILE or --model NAME (one of them)");
+  TuneAllResult r;
+  try {
+    std::vector<TaskSpec> specs;
+    if (!args.model.empty()) {
+      specs = model_tasks(args.model);
+    } else {
+      if (!std::filesystem::is_regular_file(args.file))
+        return bad("cannot read task list " + args.file);
+      specs = parse_task_list(read_text_file(args.file), args.file);
+    }
+    MeasureParams measure;
+    measure.run.threads = args.threads;
+    r = tune_all(specs, args.params, measure, args.db, show_progress);
+  } catch (const Error& e) {
+    std::string message = e.what();
+    return bad(message.substr(0, message.find('\n')));
+  }
+  if (args.json) {
+    nlohmann::json j;
+    j["trials"] = r.trials;
+    j["total_latency_ms"] = std::isfinite(r.total_latency_s) ? r.total_latency_s * 1e3 : -1.0;
+    j["seconds"] = r.seconds;
+    j["transfer"] = transfer_json(r.transfer);
+    j["global_refreshes"] = r.global_refreshes;
+    j["global_seconds"] = r.global_seconds;
+    for (const TaskReport& t : r.tasks) {
+      nlohmann::json task;
+      task["names"] = t.task.names;
+      task["workload"] = t.task.workload;
+      task["weight"] = t.task.weight;
+      task["trials"] = t.result.trials;
+      task["resumed"] = t.result.resumed;
+      task["errors"] = t.result.errors;
+      task["best_gflops"] = t.result.best_gflops;
+      task["best_latency_ms"] = std::isfinite(t.best_latency_s) ? t.best_latency_s * 1e3 : -1.0;
+      task["best_strategy"] = t.result.best_strategy;
+      task["best_config"] = t.result.best_config;
+      task["stopped"] = t.stopped;
+      j["tasks"].push_back(task);
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("{:<12} {:>7} {:>12} {:>12}  {}\n", "task", "trials", "GFLOP/s",
+                             "latency", "workload");
+    for (const TaskReport& t : r.tasks) {
+      std::cout << fmt::format("{:<12} {:>7} {:>12.2f} {:>12}  {}{}{}\n", task_label(t.task),
+                               t.result.trials, t.result.best_gflops,
+                               latency_text(t.best_latency_s), t.task.workload,
+                               t.task.weight > 1 ? fmt::format(" (x{})", t.task.weight) : "",
+                               t.stopped ? " (stopped)" : "");
+    }
+    std::cout << fmt::format("total        {:>7} trials, sum of best latencies {}, {:.1f} s\n",
+                             r.trials, latency_text(r.total_latency_s), r.seconds);
+    std::cout << "model        " << transfer_text(r.transfer)
+              << fmt::format(", {} refreshes of the global model, {:.1f} s\n", r.global_refreshes,
+                             r.global_seconds);
+  }
+  for (const TaskReport& t : r.tasks) {
+    if (t.result.best_gflops <= 0) return 1;  // a task without a working kernel
+  }
+  return 0;
+}
+
+}  // namespace
+
+TuneAllCommand add_tune_all_command(CLI::App& app) {
+  TuneAllCommand c;
+  TuneAllArgs& a = *c.args;
+  c.app = app.add_subcommand(
+      "tune-all",
+      "Tune a list of workloads with one trial budget, allocated by Ansor's gradient task "
+      "scheduler, with transfer learning across them");
+  c.app->add_option("file", a.file,
+                    "Task list: one workload per line, optionally after a name; # comments");
+  c.app->add_option("--model", a.model, "A built-in list instead of FILE: resnet18-convs");
+  a.params.tune.trials = 1024;
+  c.app->add_option("--trials,-n", a.params.tune.trials, "Trials for all tasks together")
+      ->check(CLI::PositiveNumber);
+  c.app->add_option("--tuner", a.params.tune.tuner, "xgb (rank loss), xgb-reg, random, grid or ga")
+      ->check(CLI::IsMember({"xgb", "xgb-reg", "random", "grid", "ga"}));
+  c.app
+      ->add_option("--features", a.params.tune.features,
+                   "Cost-model features: relation (default), context or knob")
+      ->check(CLI::IsMember({"relation", "context", "knob"}));
+  c.app
+      ->add_option("--transfer", a.params.tune.transfer,
+                   "Transfer learning through the DB's global model: on (auto: the default) or "
+                   "off")
+      ->check(CLI::IsMember({"on", "off", "auto"}));
+  c.app->add_option("--batch", a.params.tune.batch_size, "Trials per allocation to one task")
+      ->check(CLI::PositiveNumber);
+  c.app
+      ->add_option("--task-early-stop", a.params.scheduler.early_stop,
+                   "Stop a task after this many trials without a better best (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  c.app->add_option("--db", a.db, "Records DB (SQLite; created on first use)");
+  c.app->add_option("--threads,-t", a.threads,
+                    "Threads of the measured kernels (default: all cores)");
+  c.app->add_option("--seed", a.params.tune.seed, "Seed of every random choice");
+  c.app->add_flag("--json", a.json, "Print the result as one JSON object");
+  return c;
+}
+
+std::optional<int> run_tune_all_command(const TuneAllCommand& c) {
+  if (!c.app->parsed()) return std::nullopt;
+  TuneAllArgs args = *c.args;
+  args.params.scheduler.batch_size = args.params.tune.batch_size;
+  return tune_all_command(args);
+}
+
+}  // namespace tessera

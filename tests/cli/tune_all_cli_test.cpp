@@ -1,0 +1,97 @@
+// `tessera tune --transfer` and `tessera tune-all`: bad input, help, and a short JSON run.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_util.h"
+
+namespace {
+
+using tessera::testing::run_cli;
+
+int line_count(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("tessera_cli_" + name + "_" + std::to_string(getpid())))
+      .string();
+}
+
+TEST(CliTuneAll, BadInputIsOneLineAndExitCode2) {
+  std::string list = temp_path("bad.txt");
+  std::ofstream(list) << "# ok\nmatmul:M=4,N=4,K=4\nA matmul:M=4,N\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"tune-all /nonexistent/tasks.txt", "cannot read task list /nonexistent/tasks.txt"},
+      {"tune-all " + list, ":3: malformed workload"},
+      {"tune-all --model resnet50", "unknown model 'resnet50'"},
+      {"tune-all", "needs a task FILE or --model"},
+      {"tune-all " + list + " --model resnet18-convs", "one of them"},
+      {"tune-all --model resnet18-convs --transfer maybe", "--transfer"},
+      {"tune-all --model resnet18-convs --transfer on --tuner random", "needs a model tuner"},
+      {"tune matmul:M=4,N=4,K=4 --transfer sometimes", "--transfer"},
+  };
+  for (const auto& [args, message] : cases) {
+    SCOPED_TRACE(args);
+    auto o = run_cli(args + " --db " + temp_path("never.db"));
+    EXPECT_EQ(o.exit_code, 2) << o.out;
+    EXPECT_EQ(line_count(o.out), 1) << o.out;
+    EXPECT_NE(o.out.find(message), std::string::npos) << o.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(temp_path("never.db")));
+  std::filesystem::remove(list);
+}
+
+TEST(CliTuneAll, HelpNamesTheOptions) {
+  auto all = run_cli("tune-all --help");
+  EXPECT_EQ(all.exit_code, 0);
+  for (const char* option : {"--model", "--trials", "--transfer", "--task-early-stop", "--json"})
+    EXPECT_NE(all.out.find(option), std::string::npos) << option;
+  auto tune = run_cli("tune --help");
+  EXPECT_NE(tune.out.find("--transfer"), std::string::npos);
+  EXPECT_NE(tune.out.find("--features"), std::string::npos);
+}
+
+TEST(CliTuneAll, ShortRunPrintsEveryTaskAndTheTransfer) {
+  std::string list = temp_path("two.txt"), db = temp_path("two.db");
+  std::ofstream(list) << "small matmul:M=16,N=16,K=16\nother matmul:M=32,N=16,K=16\n";
+  auto o = run_cli("tune-all " + list + " --trials 4 --batch 2 --threads 1 --db " + db + " --json");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  // Progress (stderr) shows every task and the total; the JSON (stdout) comes last.
+  EXPECT_NE(o.out.find("tune-all: 2/4 trials"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("tune-all: 4/4 trials"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("small"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("other"), std::string::npos) << o.out;
+  size_t json_start = o.out.find("\n{\n");
+  ASSERT_NE(json_start, std::string::npos) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out.substr(json_start + 1));
+  EXPECT_EQ(j["trials"], 4);
+  ASSERT_EQ(j["tasks"].size(), 2u);
+  EXPECT_EQ(j["tasks"][0]["names"][0], "small");
+  EXPECT_EQ(j["tasks"][0]["trials"], 2);
+  EXPECT_EQ(j["tasks"][1]["trials"], 2);
+  EXPECT_GT(j["tasks"][1]["best_gflops"].get<double>(), 0);
+  EXPECT_TRUE(j["transfer"]["used"].get<bool>());
+  EXPECT_GT(j["transfer"]["records"].get<int>(), 0);
+
+  // tune on this DB transfers from both workloads by default and says so in its progress.
+  auto t = run_cli("tune matmul:M=16,N=32,K=16 --trials 2 --batch 2 --threads 1 --db " + db);
+  EXPECT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("transfer on (global model: 4 records, 2 workloads)"), std::string::npos)
+      << t.out;
+  std::filesystem::remove(list);
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
+    std::string name = entry.path().string();
+    if (name.rfind(db, 0) == 0) std::filesystem::remove(entry.path());
+  }
+}
+
+}  // namespace
