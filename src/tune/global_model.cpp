@@ -68,14 +68,21 @@ std::string canonical_workload(const std::string& text) {
     instantiate(w);  // the registry's own message for an unknown op
     throw_error("unknown op '{}'", w.op);
   }
+  // The operator's keys in the registry's order, then any others (optional ones) by name.
   Workload canonical{w.op, {}};
   for (const std::string& key : def->keys) {
     for (const auto& [k, v] : w.params) {
       if (k == key) canonical.params.emplace_back(k, v);
     }
   }
-  // An unknown or missing key: the registry's message.
-  if (canonical.params.size() != w.params.size()) instantiate(w);
+  std::vector<std::pair<std::string, int64_t>> rest;
+  for (const auto& kv : w.params) {
+    if (std::find(def->keys.begin(), def->keys.end(), kv.first) == def->keys.end())
+      rest.push_back(kv);
+  }
+  std::sort(rest.begin(), rest.end());
+  canonical.params.insert(canonical.params.end(), rest.begin(), rest.end());
+  instantiate(w);  // the registry's message for a missing or unknown key
   instantiate(canonical);
   return canonical.text();
 }
