@@ -26,7 +26,8 @@ const char* const kReservedNames[] = {
     "typedef", "union",   "unsigned", "void",     "volatile", "while",    "bool",
     "true",    "false",   "asm",      "typeof",   "args",     "free",     "aligned_alloc",
     "main",    "NULL",    "NAN",      "INFINITY", "HUGE_VAL", "RAND_MAX", "int32_t",
-    "int64_t", "uint8_t", "uint32_t", "uint64_t", "size_t",   "errno",
+    "int64_t", "uint8_t", "uint32_t", "uint64_t", "size_t",   "errno",    "exp",
+    "expf",    "log",     "logf",     "sqrt",     "sqrtf",    "tanh",     "tanhf",
 };
 
 // Static helpers the generated code may call; only the used ones are emitted.
@@ -58,6 +59,12 @@ const std::vector<std::pair<std::string, std::string>>& helper_definitions() {
                                  ": b; }}\n",
                                  ct, sfx));
     }
+    d.emplace_back("tsr_sigmoid_f32",
+                   "static inline float tsr_sigmoid_f32(float x) { return 1.0f / (1.0f + "
+                   "expf(-x)); }\n");
+    d.emplace_back("tsr_sigmoid_f64",
+                   "static inline double tsr_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); "
+                   "}\n");
     return d;
   }();
   return defs;
@@ -487,6 +494,31 @@ CExpr CEmitter::visit_(const SelectNode& n, const Expr&) {
 CExpr CEmitter::visit_(const CastNode& n, const Expr&) {
   return {fmt::format("({}){}", dtype_c_type(n.dtype), print(n.value).wrap(kPrecUnary)),
           kPrecUnary};
+}
+
+std::string CEmitter::math_function(Intrinsic f, DType t) {
+  const bool f32 = t == DType::kFloat32;
+  if (!is_float(t)) throw_internal("codegen: {} on {}", intrinsic_name(f), dtype_name(t));
+  switch (f) {
+    case Intrinsic::kExp:
+      return f32 ? "expf" : "exp";
+    case Intrinsic::kLog:
+      return f32 ? "logf" : "log";
+    case Intrinsic::kSqrt:
+      return f32 ? "sqrtf" : "sqrt";
+    case Intrinsic::kTanh:
+      return f32 ? "tanhf" : "tanh";
+    case Intrinsic::kSigmoid:
+      return helper(f32 ? "tsr_sigmoid_f32" : "tsr_sigmoid_f64");
+  }
+  throw_internal("codegen: unknown intrinsic");
+}
+
+// float32 calls use the float functions of <math.h> (expf), float64 the double ones (exp).
+CExpr CEmitter::visit_(const CallNode& n, const Expr&) {
+  std::vector<std::string> args;
+  for (const Expr& a : n.args) args.push_back(print(a).text);
+  return {fmt::format("{}({})", math_function(n.op, n.dtype), fmt::join(args, ", "))};
 }
 
 CExpr CEmitter::visit_(const LoadNode& n, const Expr&) {

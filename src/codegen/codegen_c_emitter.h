@@ -66,6 +66,8 @@ class CEmitter : private ExprFunctor<CExpr> {
   bool is_non_negative(const Expr& e) const;
   /// The name of a GCC vector type of `lanes` elements of `t`; emits its typedef.
   std::string vector_type(DType t, int64_t lanes);
+  /// The C function computing intrinsic f on type t (`expf`, `exp`, or a tsr_ helper).
+  std::string math_function(Intrinsic f, DType t);
   /// Appends one indented line.
   void line(const std::string& text);
   /// Appends `text {` (or `{` when text is empty) and indents.
@@ -103,6 +105,7 @@ class CEmitter : private ExprFunctor<CExpr> {
   CExpr visit_(const NotNode& n, const Expr&) override;
   CExpr visit_(const SelectNode& n, const Expr&) override;
   CExpr visit_(const CastNode& n, const Expr&) override;
+  CExpr visit_(const CallNode& n, const Expr&) override;
   CExpr visit_(const LoadNode& n, const Expr&) override;
   CExpr visit_(const TensorReadNode& n, const Expr&) override;
   CExpr visit_(const ReduceNode& n, const Expr&) override;

@@ -7,7 +7,11 @@
 //     (`__builtin_memcpy` into a vector variable, which gcc turns into vmovups);
 //   - any other load that uses v is gathered lane by lane, a store is scattered lane by lane;
 //   - + - * and float / act on whole vectors, so `c + a * b` contracts to an FMA;
-//   - v itself, used as a value, is the vector {m, m + 1, ..., m + L - 1}.
+//   - v itself, used as a value, is the vector {m, m + 1, ..., m + L - 1};
+//   - an intrinsic call (exp, log, sqrt, tanh, sigmoid) computes its argument as a vector, then
+//     calls the scalar libm function lane by lane into a result vector: there are no vector
+//     versions of expf and friends without -ffast-math (glibc's libmvec needs it), and the
+//     kernels are not compiled with it. The rest of the body stays vectorized.
 // GNU C (unlike C++) has no `?:` on vectors, so bodies with varying comparisons, select, min, max,
 // bool values or integer division take the `#pragma omp simd` path in codegen_c.cpp instead.
 
@@ -121,6 +125,12 @@ class VectorLoop {
         return n->dtype != DType::kBool && n->value.dtype() != DType::kBool &&
                supported_value(n->value);
       }
+      case ExprKind::kCall: {
+        for (const Expr& a : e.as<CallNode>()->args) {
+          if (!supported_value(a)) return false;
+        }
+        return true;
+      }
       default:
         return false;
     }
@@ -192,6 +202,34 @@ class VectorLoop {
     return tmp;
   }
 
+  // Arguments as named vectors, then one scalar call per lane.
+  std::string emit_call(const CallNode& n) {
+    const std::string type = em_.vector_type(n.dtype, lanes_);
+    const std::string fn = em_.math_function(n.op, n.dtype);
+    std::vector<std::string> args;
+    for (const Expr& a : n.args) {
+      VExpr v = value(a);
+      args.push_back(em_.fresh_name(std::string(intrinsic_name(n.op)) + "_arg"));
+      if (v.varying) {
+        em_.line(fmt::format("const {} {} = {};", type, args.back(), v.c.text));
+      } else {
+        em_.line(fmt::format("const {0} {1} = {2} - ({0}){{0}};", type, args.back(),
+                             v.c.wrap(kPrecAdd)));
+      }
+    }
+    const std::string result = em_.fresh_name(std::string(intrinsic_name(n.op)) + "_vec");
+    em_.line(fmt::format("{} {};", type, result));
+    const std::string lane = em_.fresh_name(base_ + "_lane");
+    em_.open(fmt::format("for (int32_t {0} = 0; {0} < {1}; ++{0})", lane, lanes_));
+    std::string call_args;
+    for (size_t i = 0; i < args.size(); ++i) {
+      call_args += fmt::format("{}{}[{}]", i ? ", " : "", args[i], lane);
+    }
+    em_.line(fmt::format("{}[{}] = {}({});", result, lane, fn, call_args));
+    em_.close();
+    return result;
+  }
+
   // The vector {base, base + 1, ...}, declared at its first use.
   const std::string& lane_ids() {
     if (lane_ids_.empty()) {
@@ -233,6 +271,8 @@ class VectorLoop {
                                   em_.vector_type(n->dtype, lanes_))},
                 true};
       }
+      case ExprKind::kCall:
+        return {CExpr{emit_call(*e.as<CallNode>())}, true};
       default:
         throw_internal("vector codegen: unsupported {}", expr_kind_name(e.kind()));
     }

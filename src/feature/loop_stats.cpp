@@ -61,6 +61,8 @@ void for_each_child(const Expr& e, F&& f) {
     f(s->false_value);
   } else if (const auto* c = e.as<CastNode>()) {
     f(c->value);
+  } else if (const auto* call = e.as<CallNode>()) {
+    for (const Expr& a : call->args) f(a);
   } else if (const auto* l = e.as<LoadNode>()) {
     for (const Expr& i : l->indices) f(i);
   }
@@ -244,6 +246,9 @@ class Walker {
       case ExprKind::kSelect:
       case ExprKind::kCast:
         (is_float(e.dtype()) ? ops->float_other : ops->int_ops) += 1;
+        break;
+      case ExprKind::kCall:  // intrinsics take float arguments only
+        ops->float_other += 1;
         break;
       case ExprKind::kLoad:
         if (rec) {

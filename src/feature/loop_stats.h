@@ -25,7 +25,8 @@ struct OpCounts {
   double float_add = 0;    // float + and -
   double float_mul = 0;    // float *
   double fma = 0;          // float + or - with a * operand
-  double float_other = 0;  // float /, min, max, select, casts to float, comparisons of floats
+  double float_other = 0;  // float /, min, max, select, casts to float, comparisons of floats,
+                           // intrinsic calls (exp, log, sqrt, tanh, sigmoid), one each
   double int_ops = 0;      // integer arithmetic in indices, guards and values
   double float_ops() const { return float_add + float_mul + float_other; }
 };

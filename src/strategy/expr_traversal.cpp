@@ -25,6 +25,8 @@ std::vector<Expr> children(const Expr& e) {
     }
     case ExprKind::kCast:
       return {e.as<CastNode>()->value};
+    case ExprKind::kCall:
+      return e.as<CallNode>()->args;
     case ExprKind::kLoad:
       return e.as<LoadNode>()->indices;
     case ExprKind::kTensorRead:
@@ -47,6 +49,8 @@ Expr rebuild(const Expr& e, std::vector<Expr> c) {
       return make_select(c[0], c[1], c[2]);
     case ExprKind::kCast:
       return make_cast(e.dtype(), c[0]);
+    case ExprKind::kCall:
+      return make_call(e.as<CallNode>()->op, std::move(c));
     case ExprKind::kLoad:
       return make_load(e.as<LoadNode>()->buffer, std::move(c));
     case ExprKind::kTensorRead: {

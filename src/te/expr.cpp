@@ -31,6 +31,50 @@ const char* reduce_op_name(ReduceOp op) {
   return "?";
 }
 
+const char* intrinsic_name(Intrinsic f) {
+  switch (f) {
+    case Intrinsic::kExp:
+      return "exp";
+    case Intrinsic::kLog:
+      return "log";
+    case Intrinsic::kSqrt:
+      return "sqrt";
+    case Intrinsic::kTanh:
+      return "tanh";
+    case Intrinsic::kSigmoid:
+      return "sigmoid";
+  }
+  return "?";
+}
+
+std::optional<Intrinsic> intrinsic_from_name(std::string_view name) {
+  for (Intrinsic f : {Intrinsic::kExp, Intrinsic::kLog, Intrinsic::kSqrt, Intrinsic::kTanh,
+                      Intrinsic::kSigmoid}) {
+    if (name == intrinsic_name(f)) return f;
+  }
+  return std::nullopt;
+}
+
+size_t intrinsic_arity(Intrinsic) {
+  return 1;
+}
+
+double eval_intrinsic(Intrinsic f, double x) {
+  switch (f) {
+    case Intrinsic::kExp:
+      return std::exp(x);
+    case Intrinsic::kLog:
+      return std::log(x);
+    case Intrinsic::kSqrt:
+      return std::sqrt(x);
+    case Intrinsic::kTanh:
+      return std::tanh(x);
+    case Intrinsic::kSigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+  }
+  throw_internal("unknown intrinsic");
+}
+
 Expr::Expr(int value) : Expr(make_int(value)) {}
 Expr::Expr(double value) : Expr(make_float(value, DType::kFloat64)) {}
 
@@ -160,6 +204,39 @@ Expr make_cast(DType t, Expr value) {
   return Expr(std::make_shared<CastNode>(t, std::move(value)));
 }
 
+Expr make_call(Intrinsic f, std::vector<Expr> args) {
+  const char* name = intrinsic_name(f);
+  if (args.size() != intrinsic_arity(f)) {
+    throw_error("{} takes {} argument{}, not {}", name, intrinsic_arity(f),
+                intrinsic_arity(f) > 1 ? "s" : "", args.size());
+  }
+  for (const Expr& a : args) {
+    if (!a.defined()) throw_error("{} of an undefined expression", name);
+  }
+  // A literal adopts the type of the first non-literal argument; float literals alone keep
+  // their type and integer literals alone become float64.
+  DType t = is_float(args[0].dtype()) ? args[0].dtype() : DType::kFloat64;
+  for (const Expr& a : args) {
+    if (!is_literal(a)) {
+      t = a.dtype();
+      break;
+    }
+  }
+  if (!is_float(t)) {
+    throw_error("{} needs a float32 or float64 argument, not {}; insert a cast", name,
+                dtype_name(t));
+  }
+  for (Expr& a : args) {
+    if (a.dtype() == t) continue;
+    if (!is_literal(a)) {
+      throw_error("{} on mismatched types {} and {}; insert a cast", name, dtype_name(t),
+                  dtype_name(a.dtype()));
+    }
+    a = convert_literal(a, t);
+  }
+  return Expr(std::make_shared<CallNode>(t, f, std::move(args)));
+}
+
 Expr make_load(Buffer buffer, std::vector<Expr> indices) {
   if (!buffer) throw_internal("load from a null buffer");
   if (indices.size() != buffer->shape.size()) {
@@ -256,6 +333,21 @@ Expr select(Expr cond, Expr t, Expr f) {
 Expr cast(DType t, Expr value) {
   return make_cast(t, std::move(value));
 }
+Expr exp(Expr x) {
+  return make_call(Intrinsic::kExp, {std::move(x)});
+}
+Expr log(Expr x) {
+  return make_call(Intrinsic::kLog, {std::move(x)});
+}
+Expr sqrt(Expr x) {
+  return make_call(Intrinsic::kSqrt, {std::move(x)});
+}
+Expr tanh(Expr x) {
+  return make_call(Intrinsic::kTanh, {std::move(x)});
+}
+Expr sigmoid(Expr x) {
+  return make_call(Intrinsic::kSigmoid, {std::move(x)});
+}
 
 // ---- visitor and mutator defaults ----
 
@@ -276,6 +368,9 @@ void ExprVisitor::visit_(const SelectNode& n, const Expr&) {
 }
 void ExprVisitor::visit_(const CastNode& n, const Expr&) {
   visit(n.value);
+}
+void ExprVisitor::visit_(const CallNode& n, const Expr&) {
+  for (const Expr& a : n.args) visit(a);
 }
 void ExprVisitor::visit_(const LoadNode& n, const Expr&) {
   for (const Expr& i : n.indices) visit(i);
@@ -319,6 +414,10 @@ Expr ExprMutator::visit_(const SelectNode& n, const Expr& self) {
 Expr ExprMutator::visit_(const CastNode& n, const Expr& self) {
   Expr v = visit(n.value);
   return v.same_as(n.value) ? self : make_cast(n.dtype, v);
+}
+Expr ExprMutator::visit_(const CallNode& n, const Expr& self) {
+  std::vector<Expr> args;
+  return mutate_all(n.args, &args) ? make_call(n.op, std::move(args)) : self;
 }
 Expr ExprMutator::visit_(const LoadNode& n, const Expr& self) {
   std::vector<Expr> idx;

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "te/dtype.h"
@@ -124,6 +126,27 @@ struct CastNode : ExprNode {
   Expr value;
 };
 
+/// A math intrinsic: a pure elementwise function of float arguments, result in their type.
+/// `sigmoid(x)` is 1 / (1 + exp(-x)).
+enum class Intrinsic : uint8_t { kExp, kLog, kSqrt, kTanh, kSigmoid };
+/// The name an intrinsic prints and parses as (`exp`, `log`, `sqrt`, `tanh`, `sigmoid`).
+const char* intrinsic_name(Intrinsic f);
+/// The intrinsic printed as `name`, if any.
+std::optional<Intrinsic> intrinsic_from_name(std::string_view name);
+/// Number of arguments the intrinsic takes.
+size_t intrinsic_arity(Intrinsic f);
+/// Its value in double precision (what the interpreter and the references compute).
+double eval_intrinsic(Intrinsic f, double x);
+
+/// A call of a math intrinsic; opaque to the simplifier and the rewrite rules.
+struct CallNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::kCall;
+  CallNode(DType t, Intrinsic f, std::vector<Expr> a)
+      : ExprNode(kKind, t), op(f), args(std::move(a)) {}
+  Intrinsic op;
+  std::vector<Expr> args;
+};
+
 /// Storage of a tensor in a loop program: a dense row-major array with a static shape.
 struct BufferNode {
   BufferNode(std::string n, DType t, std::vector<int64_t> s)
@@ -183,6 +206,8 @@ Expr make_binary(ExprKind kind, Expr a, Expr b);
 Expr make_not(Expr a);
 Expr make_select(Expr cond, Expr t, Expr f);
 Expr make_cast(DType t, Expr value);
+/// Arguments must be float32 or float64 and of one type (literals adopt it).
+Expr make_call(Intrinsic f, std::vector<Expr> args);
 Expr make_load(Buffer buffer, std::vector<Expr> indices);
 Expr make_reduce(ReduceOp op, Expr source, std::vector<IterVar> axes);
 /// The identity element of a reduction (0, -inf, +inf) in type t.
@@ -208,6 +233,17 @@ Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 Expr select(Expr cond, Expr t, Expr f);
 Expr cast(DType t, Expr value);
+Expr exp(Expr x);
+Expr log(Expr x);
+Expr sqrt(Expr x);
+Expr tanh(Expr x);
+Expr sigmoid(Expr x);
+// Inside namespace tessera an unqualified `exp(d)` on a double would otherwise find the Expr
+// overload above (hiding ::exp) and build an expression; use std::exp for numbers.
+double exp(double) = delete;
+double log(double) = delete;
+double sqrt(double) = delete;
+double tanh(double) = delete;
 
 /// Constant value of an integer immediate, if it is one.
 inline const int64_t* as_const_int(const Expr& e) {

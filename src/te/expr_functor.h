@@ -42,6 +42,7 @@ class ExprVisitor : public ExprFunctor<void> {
   void visit_(const NotNode& n, const Expr&) override;
   void visit_(const SelectNode& n, const Expr&) override;
   void visit_(const CastNode& n, const Expr&) override;
+  void visit_(const CallNode& n, const Expr&) override;
   void visit_(const LoadNode& n, const Expr&) override;
   void visit_(const TensorReadNode& n, const Expr&) override;
   void visit_(const ReduceNode& n, const Expr&) override;
@@ -57,6 +58,7 @@ class ExprMutator : public ExprFunctor<Expr> {
   Expr visit_(const NotNode& n, const Expr& self) override;
   Expr visit_(const SelectNode& n, const Expr& self) override;
   Expr visit_(const CastNode& n, const Expr& self) override;
+  Expr visit_(const CallNode& n, const Expr& self) override;
   Expr visit_(const LoadNode& n, const Expr& self) override;
   Expr visit_(const TensorReadNode& n, const Expr& self) override;
   Expr visit_(const ReduceNode& n, const Expr& self) override;

@@ -147,6 +147,11 @@ class Interpreter {
         if (t == DType::kInt32) return static_cast<double>(static_cast<int32_t>(std::trunc(v)));
         return round_to(t, v);
       }
+      case ExprKind::kCall: {
+        // Computed in double, then rounded to the call's type like every float operation.
+        const auto* n = e.as<CallNode>();
+        return round_to(t, eval_intrinsic(n->op, eval(n->args[0])));
+      }
       case ExprKind::kLoad: {
         const auto* n = e.as<LoadNode>();
         return storage(n->buffer)[offset(n->buffer, n->indices)];

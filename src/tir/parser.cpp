@@ -436,6 +436,7 @@ class Parser {
     if (t.kind == Tok::kKeyword) return parse_keyword_expr();
     if (t.kind == Tok::kIdent) {
       advance();
+      if (is("(")) return parse_call(t);
       if (is("[")) {
         Buffer buffer = find_buffer(t);
         std::vector<Expr> indices = parse_indices();
@@ -458,6 +459,25 @@ class Parser {
                    : t.text == "min" || t.text == "max" ? 2
                                                         : 0;
     if (arity == 0) fail(t, fmt::format("expected an expression, found keyword {}", t.text));
+    std::vector<Expr> args = parse_args(t.text, arity);
+    return checked(t, [&] {
+      if (cast_type) return make_cast(*cast_type, args[0]);
+      if (arity == 3) return make_select(args[0], args[1], args[2]);
+      return make_binary(t.text == "min" ? ExprKind::kMin : ExprKind::kMax, args[0], args[1]);
+    });
+  }
+
+  // An intrinsic call `exp(x)`; intrinsic names are not keywords, so `exp` may still name a
+  // loop or a buffer.
+  Expr parse_call(const Token& t) {
+    std::optional<Intrinsic> f = intrinsic_from_name(t.text);
+    if (!f) fail(t, fmt::format("unknown function {}", t.text));
+    std::vector<Expr> args = parse_args(t.text, intrinsic_arity(*f));
+    return checked(t, [&] { return make_call(*f, args); });
+  }
+
+  // `(a, b, ...)` with exactly `arity` arguments.
+  std::vector<Expr> parse_args(std::string_view name, size_t arity) {
     expect("(");
     std::vector<Expr> args;
     while (!is(")")) {
@@ -466,15 +486,11 @@ class Parser {
       if (!is(",") && !is(")")) fail(peek(), "expected ')'");
     }
     if (args.size() != arity) {
-      fail(peek(), fmt::format("{} takes {} argument{}, not {}", t.text, arity,
-                               arity > 1 ? "s" : "", args.size()));
+      fail(peek(), fmt::format("{} takes {} argument{}, not {}", name, arity, arity > 1 ? "s" : "",
+                               args.size()));
     }
     advance();
-    return checked(t, [&] {
-      if (cast_type) return make_cast(*cast_type, args[0]);
-      if (arity == 3) return make_select(args[0], args[1], args[2]);
-      return make_binary(t.text == "min" ? ExprKind::kMin : ExprKind::kMax, args[0], args[1]);
-    });
+    return args;
   }
 
   std::vector<Expr> parse_indices() {

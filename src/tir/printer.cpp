@@ -50,6 +50,15 @@ class ExprPrinter : public ExprFunctor<void> {
   void visit_(const CastNode& n, const Expr&) override {
     print_call(dtype_name(n.dtype), {n.value});
   }
+  void visit_(const CallNode& n, const Expr&) override {
+    out_ += intrinsic_name(n.op);
+    out_ += '(';
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      if (i > 0) out_ += ", ";
+      visit(n.args[i]);
+    }
+    out_ += ')';
+  }
   void visit_(const LoadNode& n, const Expr&) override {
     out_ += n.buffer->name;
     print_indices(n.indices);

@@ -466,6 +466,18 @@ class Simplifier {
         }
         return make_cast(n->dtype, v);
       }
+      case ExprKind::kCall: {
+        // Opaque: only the arguments simplify. No constant folding, so a program computes what
+        // the compiled kernel computes (libm in the kernel's precision).
+        const auto* n = e.as<CallNode>();
+        std::vector<Expr> args;
+        bool changed = false;
+        for (const Expr& a : n->args) {
+          args.push_back(simplify(a));
+          changed |= !args.back().same_as(a);
+        }
+        return changed ? make_call(n->op, std::move(args)) : e;
+      }
       case ExprKind::kLoad: {
         const auto* n = e.as<LoadNode>();
         std::vector<Expr> idx;
@@ -592,6 +604,11 @@ bool same_expr(const Expr& a, const Expr& b) {
     }
     case ExprKind::kCast:
       return same_expr(a.as<CastNode>()->value, b.as<CastNode>()->value);
+    case ExprKind::kCall: {
+      const auto* x = a.as<CallNode>();
+      const auto* y = b.as<CallNode>();
+      return x->op == y->op && same_list(x->args, y->args);
+    }
     case ExprKind::kLoad: {
       const auto* x = a.as<LoadNode>();
       const auto* y = b.as<LoadNode>();

@@ -107,6 +107,9 @@ class Comparer {
   bool equal_(const CastNode& a, const CastNode& b) {
     return expr(a.value, b.value);
   }
+  bool equal_(const CallNode& a, const CallNode& b) {
+    return a.op == b.op && exprs(a.args, b.args);
+  }
   bool equal_(const LoadNode& a, const LoadNode& b) {
     return buffer_equal(a.buffer, b.buffer) && exprs(a.indices, b.indices);
   }
@@ -246,6 +249,10 @@ class Hasher {
   }
   void hash_(const CastNode& n) {
     expr(n.value);
+  }
+  void hash_(const CallNode& n) {
+    add(static_cast<uint64_t>(n.op));
+    exprs(n.args);
   }
   void hash_(const LoadNode& n) {
     buffer(n.buffer);

@@ -202,6 +202,34 @@ TEST(CodegenC, VectorizedLoopOutsideTheVectorPathUsesOmpSimd) {
   }
 }
 
+// No vector expf without -ffast-math: the argument is one vector, the calls go lane by lane, and
+// the rest of the body stays vector code. A call that does not vary with the loop stays scalar.
+TEST(CodegenC, VectorizedIntrinsicCallsRunLaneByLane) {
+  Buffer a = make_buffer("A", kF32, {4, 16});
+  Buffer c = make_buffer("C", kF32, {4});
+  Buffer b = make_buffer("B", kF32, {4, 16});
+  Var i("i"), j("j");
+  Expr x = make_load(a, {i, j});
+  Expr value = exp(x) * 2.0 + sqrt(x * x) - exp(make_load(c, {i}));
+  Program p = make_program(
+      "intrinsics", {a, c}, {b},
+      make_for(i, 0, 4, kSerial, make_for(j, 0, 16, kVectorized, make_store(b, {i, j}, value))));
+  std::string code = codegen_c(p);
+  for (const char* piece : {"tsr_f32x16", "= expf(exp_arg[", "= sqrtf(sqrt_arg[", "expf(C[i])"}) {
+    EXPECT_NE(code.find(piece), std::string::npos) << piece << " not in\n" << code;
+  }
+  EXPECT_EQ(code.find("#pragma omp simd"), std::string::npos) << code;
+  Module mod = compile_strict(code);
+  NDArray av = random_array(a, 8, -3, 3), cv = random_array(c, 9, -3, 3);
+  NDArray bv = NDArray::empty(b->shape, kF32);
+  mod.run({&av, &cv, &bv});
+  for (size_t n = 0; n < 64; ++n) {
+    double v = av.get(n);
+    double e = std::exp(v) * 2.0 + std::abs(v) - std::exp(cv.get(n / 16));
+    EXPECT_NEAR(bv.get(n), e, 1e-5 * (1 + std::abs(e))) << n;
+  }
+}
+
 TEST(CodegenC, AllocatedIntermediate) {
   Buffer a = make_buffer("A", kF32, {10, 6});
   Buffer t = make_buffer("T", kF32, {10, 6});
@@ -224,10 +252,14 @@ TEST(CodegenC, AllocatedIntermediate) {
   Var x("x");
   Program heap = make_program(
       "heap", {a}, {b},
-      make_allocate(big, make_seq({make_for(x, 0, 10, kSerial, make_store(big, {x, x}, make_load(a, {x, 0}))),
-                                   make_for(i2, 0, 10, kSerial, make_store(b, {i2}, make_load(big, {i2, i2})))})));
+      make_allocate(
+          big,
+          make_seq({make_for(x, 0, 10, kSerial, make_store(big, {x, x}, make_load(a, {x, 0}))),
+                    make_for(i2, 0, 10, kSerial, make_store(b, {i2}, make_load(big, {i2, i2})))})));
   std::string heap_code = codegen_c(heap);
-  EXPECT_NE(heap_code.find("float* restrict Big = (float*)aligned_alloc(64, 40000);"), std::string::npos) << heap_code;
+  EXPECT_NE(heap_code.find("float* restrict Big = (float*)aligned_alloc(64, 40000);"),
+            std::string::npos)
+      << heap_code;
   EXPECT_NE(heap_code.find("free(Big);"), std::string::npos) << heap_code;
   EXPECT_NE(code.find("for (int32_t i_1 = 0; i_1 < 10; ++i_1)"), std::string::npos)
       << "two variables named i get two C names\n"

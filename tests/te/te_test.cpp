@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "te/error.h"
+#include "te/expr_functor.h"
 #include "te/tensor.h"
 #include "tir/printer.h"
 
@@ -24,6 +25,35 @@ TEST(TeExpr, MismatchedTypesNeedACast) {
   EXPECT_EQ((cast(DType::kFloat64, a(i)) + b(i)).dtype(), DType::kFloat64);
   EXPECT_THROW(a(i) % b(i), Error);
   EXPECT_THROW(select(i, a(i), a(i)), Error);
+}
+
+TEST(TeExpr, IntrinsicsTakeFloatsOnly) {
+  Tensor a = placeholder({4}, DType::kFloat32, "A");
+  Tensor b = placeholder({4}, DType::kFloat64, "B");
+  Tensor n = placeholder({4}, DType::kInt32, "N");
+  Var i("i");
+  EXPECT_EQ(exp(a(i) - 1.0).dtype(), DType::kFloat32);
+  EXPECT_EQ(print_expr(exp(a(i) - 1.0)), "exp(A[i] - 1.0f)");
+  EXPECT_EQ(print_expr(sqrt(log(b(i))) / tanh(b(i))), "sqrt(log(B[i]))/tanh(B[i])");
+  EXPECT_EQ(print_expr(sigmoid(a(i))), "sigmoid(A[i])");
+  EXPECT_EQ(log(Expr(2)).dtype(), DType::kFloat64);  // a lone integer literal becomes float64
+  EXPECT_EQ(exp(make_float(1, DType::kFloat32)).dtype(), DType::kFloat32);
+  try {
+    exp(n(i));
+    ADD_FAILURE() << "exp of int32 accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "exp needs a float32 or float64 argument, not int32; insert a cast");
+  }
+  EXPECT_THROW(sqrt(i < 2), Error);
+  EXPECT_THROW(tanh(Expr()), Error);
+  EXPECT_THROW(make_call(Intrinsic::kLog, {}), Error);
+  EXPECT_THROW(make_call(Intrinsic::kLog, {a(i), a(i)}), Error);
+  EXPECT_EQ(exp(cast(DType::kFloat32, n(i))).dtype(), DType::kFloat32);
+  EXPECT_EQ(intrinsic_from_name("tanh"), Intrinsic::kTanh);
+  EXPECT_FALSE(intrinsic_from_name("expf").has_value());
+  // Substitution rebuilds through calls.
+  Var j("j");
+  EXPECT_EQ(print_expr(substitute(exp(a(i)), {{i.get(), j + 1}})), "exp(A[j + 1])");
 }
 
 TEST(TeTensor, IndexCountAndTypesAreChecked) {

@@ -356,6 +356,36 @@ TEST(ParserErrorTest, ReportsLineAndColumn) {
   expect_parse_error("", "line 1, column 1: expected 'program'");
 }
 
+TEST(PrinterParserTest, IntrinsicCallsRoundTrip) {
+  // Intrinsic names are not keywords: `exp` also names a loop and `log` a buffer here.
+  const char* text =
+      R"(program f(A: float32[4], D: float64[4]) -> (log: float32[4], E: float64[4]) {
+  for exp in 0..4 {
+    log[exp] = exp(A[exp] - 1.0f)/sqrt(tanh(A[exp])*2.0f) + log(A[exp]) - sigmoid(0.0f - A[exp])
+    E[exp] = exp(D[exp]) + log(1.5) + float64(exp(float32(exp)))
+  }
+}
+)";
+  Program p = parse_program(text);
+  EXPECT_EQ(print_program(p), text);
+  expect_round_trip(p);
+  Program other =
+      parse_program(std::string(text).replace(std::string(text).find("sqrt"), 4, "exp"));
+  EXPECT_FALSE(structural_equal(p, other));
+  EXPECT_NE(structural_hash(p), structural_hash(other));
+}
+
+TEST(ParserErrorTest, IntrinsicCallErrors) {
+  const std::string head = "program f(A: float32[4]) -> (B: float32[4]) {\n";
+  expect_parse_error(head + "  B[0] = exp(A[0], A[1])\n}",
+                     "line 2, column 24: exp takes 1 argument, not 2");
+  expect_parse_error(head + "  B[0] = foo(A[0])\n}", "line 2, column 10: unknown function foo");
+  expect_parse_error(head + "  for i in 0..4 {\n    B[i] = exp(i)\n  }\n}",
+                     "line 3, column 12: exp needs a float32 or float64 argument, not int32; "
+                     "insert a cast");
+  expect_parse_error(head + "  B[0] = exp A[0]\n}", "line 2, column 10: unknown variable exp");
+}
+
 TEST(ParserErrorTest, LoopVariablesAreScoped) {
   expect_parse_error(
       "program f() -> (C: int32[4]) {\n  for i in 0..4 {\n    C[i] = i\n  }\n  C[0] = i\n}",
