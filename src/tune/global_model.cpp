@@ -68,20 +68,16 @@ std::string canonical_workload(const std::string& text) {
     instantiate(w);  // the registry's own message for an unknown op
     throw_error("unknown op '{}'", w.op);
   }
-  // The operator's keys in the registry's order, then any others (optional ones) by name.
+  // The operator's keys in the registry's order, then its optional ones (parse_workload has
+  // dropped those at their defaults) in the registry's order.
   Workload canonical{w.op, {}};
-  for (const std::string& key : def->keys) {
+  std::vector<std::string> order = def->keys;
+  for (const auto& [key, fallback] : def->optional) order.push_back(key);
+  for (const std::string& key : order) {
     for (const auto& [k, v] : w.params) {
       if (k == key) canonical.params.emplace_back(k, v);
     }
   }
-  std::vector<std::pair<std::string, int64_t>> rest;
-  for (const auto& kv : w.params) {
-    if (std::find(def->keys.begin(), def->keys.end(), kv.first) == def->keys.end())
-      rest.push_back(kv);
-  }
-  std::sort(rest.begin(), rest.end());
-  canonical.params.insert(canonical.params.end(), rest.begin(), rest.end());
   instantiate(w);  // the registry's message for a missing or unknown key
   instantiate(canonical);
   return canonical.text();

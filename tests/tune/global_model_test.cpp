@@ -151,6 +151,9 @@ TEST(GlobalModel, KnobFeaturesTransferOnlyBetweenSpacesOfOneLayout) {
 TEST(GlobalModel, CanonicalWorkloadOrdersKeysLikeTheRegistry) {
   EXPECT_EQ(canonical_workload("matmul:N=2,K=3,M=1"), "matmul:M=1,N=2,K=3");
   EXPECT_EQ(canonical_workload("matmul:M=1,N=2,K=3"), "matmul:M=1,N=2,K=3");
+  // Optional keys at their defaults are dropped; the others follow the required keys.
+  EXPECT_EQ(canonical_workload("conv2d:G=2,N=1,C=4,H=8,W=8,O=4,K=3,S=1,P=1,D=1"),
+            "conv2d:N=1,C=4,H=8,W=8,O=4,K=3,S=1,P=1,G=2");
   EXPECT_THROW(canonical_workload("matmul:M=1,N=2"), Error);
   EXPECT_THROW(canonical_workload("matmul:M=1,N=2,K=3,Q=4"), Error);
   EXPECT_THROW(canonical_workload("nosuchop:M=1"), Error);
