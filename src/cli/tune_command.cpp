@@ -1,15 +1,12 @@
 #include "cli/tune_command.h"
 
 #include <fmt/format.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <oneapi/dnnl/dnnl.hpp>
 
-#include "bench/openblas_env.h"
+#include "cli/baselines.h"
 #include "db/record_db.h"
 #include "ops/evaluate.h"
 #include "runtime/module.h"
@@ -30,11 +27,9 @@ std::string clock_text(double s) {
 }  // namespace
 
 std::string transfer_text(const TransferInfo& t) {
-  if (t.used) {
-    return fmt::format("transfer on (global model: {} records, {} workloads)", t.records,
-                       t.workloads);
-  }
-  return "transfer off";
+  if (!t.used) return "transfer off";
+  return fmt::format("transfer on (global model: {} record{}, {} workload{})", t.records,
+                     t.records == 1 ? "" : "s", t.workloads, t.workloads == 1 ? "" : "s");
 }
 
 nlohmann::json transfer_json(const TransferInfo& t) {
@@ -111,63 +106,6 @@ int tune_command(const TuneArgs& args) {
   return r.best_gflops > 0 ? 0 : 1;
 }
 
-struct Baseline {
-  std::string name;
-  double gflops = 0;
-};
-
-// oneDNN's direct convolution with the layouts it prefers (tag::any, usually channel-blocked),
-// data and weights already in them: the best a user of the library gets for inference.
-Baseline onednn_conv2d(const OpInstance& op, const Workload& w, int repeat) {
-  using dnnl::memory;
-  int64_t n = w.get("N"), c = w.get("C"), h = w.get("H"), wd = w.get("W"), o = w.get("O"),
-          k = w.get("K"), s = w.get("S"), p = w.get("P");
-  int64_t oh = (h + 2 * p - k) / s + 1, ow = (wd + 2 * p - k) / s + 1;
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
-  auto any = [](memory::dims d) {
-    return memory::desc(d, memory::data_type::f32, memory::format_tag::any);
-  };
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any({n, c, h, wd}),
-      any({o, c, k, k}), any({n, o, oh, ow}), {s, s}, {p, p}, {p, p});
-  dnnl::convolution_forward::primitive_desc pd(desc, engine);
-  memory src(pd.src_desc(), engine), weights(pd.weights_desc(), engine), dst(pd.dst_desc(), engine);
-  std::memset(src.get_data_handle(), 0, pd.src_desc().get_size());
-  std::memset(weights.get_data_handle(), 0, pd.weights_desc().get_size());
-  dnnl::convolution_forward conv(pd);
-  Timing t = time_function(
-      [&] {
-        conv.execute(stream,
-                     {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
-        stream.wait();
-      },
-      repeat);
-  return {"oneDNN convolution_forward (" + std::string(pd.impl_info_str()) + ", its own layouts)",
-          op.flops / t.median * 1e-9};
-}
-
-std::vector<Baseline> library_baselines(const OpInstance& op, const Workload& w, int repeat) {
-  std::vector<Baseline> out;
-  if (w.op == "conv2d") out.push_back(onednn_conv2d(op, w, repeat));
-  if (w.op != "matmul") return out;
-  int64_t m = w.get("M"), n = w.get("N"), k = w.get("K");
-  NDArray a = NDArray::empty({m, k}, DType::kFloat32), b = NDArray::empty({k, n}, DType::kFloat32),
-          c = NDArray::empty({m, n}, DType::kFloat32);
-  a.fill_random(1);
-  b.fill_random(2);
-  out.push_back({"OpenBLAS cblas_sgemm (" + bench::openblas_core_description() + ")",
-                 op.flops / bench::time_openblas_sgemm(m, n, k, num_threads(), repeat) * 1e-9});
-  Timing dnnl = time_function(
-      [&] {
-        dnnl_sgemm('N', 'N', m, n, k, 1.0f, a.data_as<float>(), k, b.data_as<float>(), n, 0.0f,
-                   c.data_as<float>(), n);
-      },
-      repeat);
-  out.push_back({"oneDNN dnnl_sgemm", op.flops / dnnl.median * 1e-9});
-  return out;
-}
-
 int bench_command(const BenchArgs& args) {
   try {
     Workload w = parse_workload(args.workload);
@@ -194,11 +132,14 @@ int bench_command(const BenchArgs& args) {
       j["gflops"] = ev.gflops;
       j["correct"] = ev.correct;
       j["threads"] = ev.threads;
-      if (!baselines.empty()) {
-        j["baseline"] = baselines.back().name;
-        j["baseline_gflops"] = baselines.back().gflops;
-        j["ratio"] = ev.gflops / baselines.back().gflops;
-        for (const Baseline& b : baselines) j["baselines"][b.name] = b.gflops;
+      if (const Baseline* primary = primary_baseline(baselines)) {
+        j["baseline"] = primary->name;
+        j["baseline_gflops"] = primary->gflops;
+        j["ratio"] = ev.gflops / primary->gflops;
+      }
+      for (const Baseline& b : baselines) {
+        j["baselines"].push_back(
+            {{"name", b.name}, {"gflops", b.gflops}, {"same_layout", b.same_layout}});
       }
       std::cout << j.dump(2) << "\n";
     } else {
@@ -206,8 +147,9 @@ int bench_command(const BenchArgs& args) {
       std::cout << fmt::format("tessera   {:.2f} GFLOP/s ({} threads), correct: {}\n", ev.gflops,
                                ev.threads, ev.correct ? "yes" : "NO");
       for (const Baseline& b : baselines) {
-        std::cout << fmt::format("{:<9} {:.2f} GFLOP/s, tessera/library = {:.2f}\n", "library",
-                                 b.gflops, ev.gflops / b.gflops)
+        std::cout << fmt::format("{:<9} {:.2f} GFLOP/s, tessera/library = {:.2f}{}\n", "library",
+                                 b.gflops, ev.gflops / b.gflops,
+                                 &b == primary_baseline(baselines) ? " (the ratio reported)" : "")
                   << "          " << b.name << "\n";
       }
       if (baselines.empty()) std::cout << "library   none linked for " << w.op << " yet\n";
