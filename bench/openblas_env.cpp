@@ -43,16 +43,25 @@ void use_openblas_at_its_best(char** argv) {
 }
 
 double time_openblas_sgemm(int64_t m, int64_t n, int64_t k, int threads, int repeat) {
+  return time_openblas_sgemm_batched(1, m, n, k, false, threads, repeat);
+}
+
+double time_openblas_sgemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, bool transpose_b,
+                                   int threads, int repeat) {
   openblas_set_num_threads(threads);
-  NDArray a = NDArray::empty({m, k}, DType::kFloat32), b = NDArray::empty({k, n}, DType::kFloat32),
-          c = NDArray::empty({m, n}, DType::kFloat32);
+  NDArray a = NDArray::empty({batch, m, k}, DType::kFloat32),
+          b = NDArray::empty({batch, k, n}, DType::kFloat32),
+          c = NDArray::empty({batch, m, n}, DType::kFloat32);
   a.fill_random(1);
   b.fill_random(2);
   auto mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
   Timing t = time_function(
       [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, a.data_as<float>(),
-                    ki, b.data_as<float>(), ni, 0.0f, c.data_as<float>(), ni);
+        for (int64_t q = 0; q < batch; ++q) {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, mi, ni,
+                      ki, 1.0f, a.data_as<float>() + q * m * k, ki, b.data_as<float>() + q * k * n,
+                      transpose_b ? ki : ni, 0.0f, c.data_as<float>() + q * m * n, ni);
+        }
       },
       repeat);
   return t.median;

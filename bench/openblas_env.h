@@ -17,6 +17,11 @@ void use_openblas_at_its_best(char** argv);
 /// seeded random inputs, with OpenBLAS set to `threads` threads.
 double time_openblas_sgemm(int64_t m, int64_t n, int64_t k, int threads, int repeat);
 
+/// Median seconds of one row-major sgemm with B transposed or not, repeated over `batch`
+/// independent products (batch_matmul), with OpenBLAS set to `threads` threads.
+double time_openblas_sgemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, bool transpose_b,
+                                   int threads, int repeat);
+
 /// openblas_get_corename(), and what OpenBLAS had detected by itself when it was overridden.
 std::string openblas_core_description();
 

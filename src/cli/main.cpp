@@ -117,6 +117,8 @@ int ops_command() {
   for (const OpDef& def : op_registry()) {
     std::vector<std::string> kv;
     for (const std::string& k : def.keys) kv.push_back(k + "=");
+    for (const auto& [k, fallback] : def.optional)
+      kv.push_back(fmt::format("[{}={}]", k, fallback));
     std::cout << fmt::format("{:<18} {}:{}\n{:<18} {}\n", def.name, def.name, fmt::join(kv, ","),
                              "", def.summary);
   }

@@ -86,16 +86,21 @@ ConfigSpace batch_matmul_space(const Workload& w) {
 ConfigSpace conv2d_space(const Workload& w) {
   int64_t c_in = w.get("C"), wd = w.get("W"), o = w.get("O"), kk = w.get("K"), s = w.get("S"),
           p = w.get("P");
-  int64_t ow = (wd + 2 * p - kk) / s + 1;
+  int64_t ow = (wd + 2 * p - (kk - 1) * w.get_or("D", 1) - 1) / s + 1;
+  bool grouped = w.get_or("G", 1) > 1;
   std::vector<Knob> knobs{
       split_knob_from("tile_oc", o, {{1, 16}, {2, 16}, {3, 16}, {4, 16}, {1, 8}, {1, 4}}),
       split_knob_from("tile_ow", ow, {{1}, {2}, {4}, {7}, {8}, {14}, {16}, {28}}),
       split_knob("tile_ic", c_in, 2, SplitPolicy::kPowersOfTwo, 64),
       choice_knob("order", {"oc_first", "row_first"}),
-      choice_knob("pad", p > 0 ? std::vector<std::string>{"root", "at_row"}
+      // With groups, the input channel read depends on the output channel: computing the padding
+      // per row and proving a fused loop's writes disjoint both fail there, so they are left out.
+      choice_knob("pad", p > 0 ? grouped ? std::vector<std::string>{"root"}
+                                         : std::vector<std::string>{"root", "at_row"}
                                : std::vector<std::string>{"none"}),
       choice_knob("unroll_kw", {"off", "on"}),
-      choice_knob("parallel", {"off", "outer", "fused"}),
+      grouped ? choice_knob("parallel", {"off", "outer"})
+              : choice_knob("parallel", {"off", "outer", "fused"}),
   };
   std::string n_loop = p > 0 ? "conv.n" : "n";
   auto instantiate = [n_loop](const ConfigSpace& sp, const Config& c) {

@@ -80,7 +80,7 @@ TEST(Templates, ConfigurationsPrintParseAndCompute) {
     }
     EXPECT_GT(applied, 20);
   }
-  EXPECT_THROW(space_for(parse_workload("add:M=4,N=4")), Error);
+  EXPECT_THROW(space_for(parse_workload("blur2d:H=8,W=8,separate=0")), Error);
 }
 
 }  // namespace

@@ -1,0 +1,216 @@
+#include "cli/baselines.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+
+#include "bench/openblas_env.h"
+#include "runtime/module.h"
+#include "runtime/ndarray.h"
+#include "runtime/timer.h"
+
+namespace tessera {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+memory::desc md(const memory::dims& d, Tag tag) {
+  return memory::desc(d, memory::data_type::f32, tag);
+}
+
+// Allocates (zeroed) memory for every argument the primitive descriptor asks for and times it.
+template <typename PrimitiveDesc, typename Primitive>
+double time_primitive(const dnnl::engine& engine, const PrimitiveDesc& pd,
+                      const std::vector<std::pair<int, memory::desc>>& args, int repeat) {
+  dnnl::stream stream(engine);
+  std::unordered_map<int, memory> mems;
+  for (const auto& [arg, desc] : args) {
+    memory m(desc, engine);
+    std::memset(m.get_data_handle(), 0, desc.get_size());
+    mems.emplace(arg, m);
+  }
+  Primitive prim(pd);
+  Timing t = time_function(
+      [&] {
+        prim.execute(stream, mems);
+        stream.wait();
+      },
+      repeat);
+  return t.median;
+}
+
+struct ConvParams {
+  int64_t n, c, h, w, o, k, s, p, d, g, oh, ow;
+};
+
+ConvParams conv_params(const Workload& w, bool depthwise) {
+  ConvParams c{};
+  c.n = w.get("N");
+  c.c = w.get("C");
+  c.h = w.get("H");
+  c.w = w.get("W");
+  c.o = depthwise ? c.c : w.get("O");
+  c.k = w.get("K");
+  c.s = w.get("S");
+  c.p = w.get("P");
+  c.d = depthwise ? 1 : w.get_or("D", 1);
+  c.g = depthwise ? c.c : w.get_or("G", 1);
+  int64_t span = (c.k - 1) * c.d + 1;
+  c.oh = (c.h + 2 * c.p - span) / c.s + 1;
+  c.ow = (c.w + 2 * c.p - span) / c.s + 1;
+  return c;
+}
+
+// oneDNN's convolution: `plain` fixes NCHW data and OIHW weights (tessera's layout, the library
+// choosing its best implementation for it); otherwise the layouts are oneDNN's own choice (usually
+// channel-blocked), with data and weights already converted, as a framework keeps them.
+Baseline onednn_conv(const OpInstance& op, const ConvParams& c, bool bias_relu, bool plain,
+                     int repeat) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  memory::dims weights = c.g == 1 ? memory::dims{c.o, c.c, c.k, c.k}
+                                  : memory::dims{c.g, c.o / c.g, c.c / c.g, c.k, c.k};
+  Tag data_tag = plain ? Tag::nchw : Tag::any;
+  Tag weight_tag = plain ? (c.g == 1 ? Tag::oihw : Tag::goihw) : Tag::any;
+  memory::desc src = md({c.n, c.c, c.h, c.w}, data_tag), wei = md(weights, weight_tag),
+               dst = md({c.n, c.o, c.oh, c.ow}, data_tag), bias = md({c.o}, Tag::x);
+  memory::dims strides{c.s, c.s}, dilates{c.d - 1, c.d - 1}, pad{c.p, c.p};
+  auto desc = bias_relu
+                  ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                    dnnl::algorithm::convolution_direct, src, wei,
+                                                    bias, dst, strides, dilates, pad, pad)
+                  : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                    dnnl::algorithm::convolution_direct, src, wei,
+                                                    dst, strides, dilates, pad, pad);
+  dnnl::primitive_attr attr;
+  if (bias_relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
+  std::vector<std::pair<int, memory::desc>> args{{DNNL_ARG_SRC, pd.src_desc()},
+                                                 {DNNL_ARG_WEIGHTS, pd.weights_desc()},
+                                                 {DNNL_ARG_DST, pd.dst_desc()}};
+  if (bias_relu) args.emplace_back(DNNL_ARG_BIAS, pd.bias_desc());
+  double seconds =
+      time_primitive<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
+          engine, pd, args, repeat);
+  std::string what = plain ? "NCHW in and out" : "its own blocked layouts, data pre-converted";
+  return {"oneDNN convolution (" + std::string(pd.impl_info_str()) + ", " + what + ")",
+          op.flops / seconds * 1e-9, plain};
+}
+
+Baseline onednn_pool(const OpInstance& op, const Workload& w, bool is_max, int repeat) {
+  ConvParams c = conv_params(w, true);
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::pooling_forward::desc desc(
+      dnnl::prop_kind::forward_inference,
+      is_max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding,
+      md({c.n, c.c, c.h, c.w}, Tag::nchw), md({c.n, c.c, c.oh, c.ow}, Tag::nchw), {c.s, c.s},
+      {c.k, c.k}, {c.p, c.p}, {c.p, c.p});
+  dnnl::pooling_forward::primitive_desc pd(desc, engine);
+  double seconds = time_primitive<dnnl::pooling_forward::primitive_desc, dnnl::pooling_forward>(
+      engine, pd, {{DNNL_ARG_SRC, pd.src_desc()}, {DNNL_ARG_DST, pd.dst_desc()}}, repeat);
+  return {"oneDNN pooling (" + std::string(pd.impl_info_str()) + ", NCHW)",
+          op.flops / seconds * 1e-9, true};
+}
+
+Baseline onednn_matmul(const OpInstance& op, int64_t batch, int64_t m, int64_t n, int64_t k,
+                       int repeat) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::matmul::desc desc(md({batch, m, k}, Tag::abc), md({batch, k, n}, Tag::abc),
+                          md({batch, m, n}, Tag::abc));
+  dnnl::matmul::primitive_desc pd(desc, engine);
+  double seconds = time_primitive<dnnl::matmul::primitive_desc, dnnl::matmul>(
+      engine, pd,
+      {{DNNL_ARG_SRC, pd.src_desc()},
+       {DNNL_ARG_WEIGHTS, pd.weights_desc()},
+       {DNNL_ARG_DST, pd.dst_desc()}},
+      repeat);
+  return {"oneDNN matmul (" + std::string(pd.impl_info_str()) + ")", op.flops / seconds * 1e-9,
+          true};
+}
+
+Baseline onednn_elementwise(const OpInstance& op, const Workload& w, int repeat) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  int64_t m = w.get("M"), n = w.get("N");
+  memory::desc a = md({m, n}, Tag::ab);
+  if (w.op == "relu") {
+    dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                     dnnl::algorithm::eltwise_relu, a, 0.0f, 0.0f);
+    dnnl::eltwise_forward::primitive_desc pd(desc, engine);
+    double seconds = time_primitive<dnnl::eltwise_forward::primitive_desc, dnnl::eltwise_forward>(
+        engine, pd, {{DNNL_ARG_SRC, a}, {DNNL_ARG_DST, a}}, repeat);
+    return {"oneDNN eltwise relu", op.flops / seconds * 1e-9, true};
+  }
+  memory::desc b = w.op == "bias_add" ? md({1, n}, Tag::ab) : a;
+  dnnl::binary::desc desc(dnnl::algorithm::binary_add, a, b, a);
+  dnnl::binary::primitive_desc pd(desc, engine);
+  double seconds = time_primitive<dnnl::binary::primitive_desc, dnnl::binary>(
+      engine, pd, {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, a}}, repeat);
+  return {"oneDNN binary add", op.flops / seconds * 1e-9, true};
+}
+
+Baseline openblas(const OpInstance& op, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  bool transpose_b, int repeat) {
+  double seconds =
+      bench::time_openblas_sgemm_batched(batch, m, n, k, transpose_b, num_threads(), repeat);
+  return {std::string("OpenBLAS cblas_sgemm") + (batch > 1 ? " per batch" : "") + " (" +
+              bench::openblas_core_description() + ")",
+          op.flops / seconds * 1e-9, true};
+}
+
+Baseline onednn_sgemm(const OpInstance& op, int64_t m, int64_t n, int64_t k, bool transpose_b,
+                      int repeat) {
+  NDArray a = NDArray::empty({m, k}, DType::kFloat32), b = NDArray::empty({k, n}, DType::kFloat32),
+          c = NDArray::empty({m, n}, DType::kFloat32);
+  a.fill_random(1);
+  b.fill_random(2);
+  Timing t = time_function(
+      [&] {
+        dnnl_sgemm('N', transpose_b ? 'T' : 'N', m, n, k, 1.0f, a.data_as<float>(), k,
+                   b.data_as<float>(), transpose_b ? k : n, 0.0f, c.data_as<float>(), n);
+      },
+      repeat);
+  return {"oneDNN dnnl_sgemm", op.flops / t.median * 1e-9, true};
+}
+
+}  // namespace
+
+std::vector<Baseline> library_baselines(const OpInstance& op, const Workload& w, int repeat) {
+  const std::string& kind = w.op;
+  if (kind == "matmul" || kind == "dense") {
+    bool dense = kind == "dense";
+    int64_t m = dense ? w.get("B") : w.get("M"), n = dense ? w.get("O") : w.get("N"),
+            k = dense ? w.get("I") : w.get("K");
+    return {openblas(op, 1, m, n, k, dense, repeat), onednn_sgemm(op, m, n, k, dense, repeat)};
+  }
+  if (kind == "batch_matmul") {
+    int64_t b = w.get("B"), m = w.get("M"), n = w.get("N"), k = w.get("K");
+    return {openblas(op, b, m, n, k, false, repeat), onednn_matmul(op, b, m, n, k, repeat)};
+  }
+  if (kind == "conv2d" || kind == "conv2d_bias_relu" || kind == "depthwise_conv2d") {
+    ConvParams c = conv_params(w, kind == "depthwise_conv2d");
+    bool fused = kind == "conv2d_bias_relu";
+    return {onednn_conv(op, c, fused, true, repeat), onednn_conv(op, c, fused, false, repeat)};
+  }
+  if (kind == "max_pool2d" || kind == "avg_pool2d")
+    return {onednn_pool(op, w, kind == "max_pool2d", repeat)};
+  if (kind == "add" || kind == "relu" || kind == "bias_add")
+    return {onednn_elementwise(op, w, repeat)};
+  return {};
+}
+
+const Baseline* primary_baseline(const std::vector<Baseline>& baselines) {
+  const Baseline* best = nullptr;
+  for (const Baseline& b : baselines) {
+    if (b.same_layout && (!best || b.gflops > best->gflops)) best = &b;
+  }
+  return best;
+}
+
+}  // namespace tessera

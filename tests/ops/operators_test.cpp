@@ -1,0 +1,106 @@
+// The operator library: every operator against its naive reference, plain and under random
+// configurations of its search space (interpreted and compiled), workload keys and bad shapes.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ops/evaluate.h"
+#include "ops/templates.h"
+#include "schedule/strategy_parser.h"
+#include "te/error.h"
+#include "test_util.h"
+
+namespace tessera {
+namespace {
+
+// Small shapes with partial tiles, strides, padding, dilation and groups.
+const char* const kWorkloads[] = {
+    "matmul:M=13,N=20,K=7",
+    "dense:B=3,I=10,O=21",
+    "batch_matmul:B=2,M=5,N=18,K=7",
+    "conv2d:N=1,C=4,H=9,W=9,O=8,K=3,S=1,P=1",
+    "conv2d:N=1,C=6,H=7,W=8,O=18,K=1,S=2,P=0",
+    "conv2d:N=1,C=4,H=9,W=9,O=6,K=3,S=2,P=1,D=2,G=2",
+    "depthwise_conv2d:N=1,C=5,H=9,W=18,K=3,S=1,P=1",
+    "depthwise_conv2d:N=1,C=3,H=9,W=8,K=3,S=2,P=1",
+    "max_pool2d:N=1,C=3,H=9,W=9,K=3,S=2,P=1",
+    "avg_pool2d:N=1,C=3,H=8,W=20,K=2,S=2,P=0",
+    "bias_add:M=4,N=37",
+    "add:M=3,N=20",
+    "relu:M=5,N=17",
+};
+
+TEST(Operators, PlainProgramsMatchTheirReferences) {
+  for (const char* w : kWorkloads) {
+    SCOPED_TRACE(w);
+    OpInstance op = instantiate(parse_workload(w));
+    EXPECT_TRUE(testing::interpreter_matches_reference(op, op.program, 5));
+    EvaluateParams params;
+    params.time = false;
+    Evaluation ev = evaluate(op, op.program, params);
+    EXPECT_TRUE(ev.correct) << ev.mismatch;
+  }
+}
+
+// A sample of each space: every configuration prints and parses back; those that apply compute
+// the operator (interpreter), and a few of them also compiled with two threads.
+TEST(Operators, RandomConfigurationsOfEverySpaceAreCorrect) {
+  for (const char* w : kWorkloads) {
+    SCOPED_TRACE(w);
+    Workload workload = parse_workload(w);
+    OpInstance op = instantiate(workload);
+    ConfigSpace space = space_for(workload);
+    std::mt19937_64 rng(7);
+    int applied = 0, compiled = 0;
+    for (int i = 0; i < 12; ++i) {
+      Config c = space.sample(rng);
+      ProgramStrategy s = space.instantiate(c);
+      ASSERT_EQ(parse_strategy(s.text()).text(), s.text());
+      RewriteResult<Program> r = s(op.program);
+      if (!r) continue;
+      ++applied;
+      EXPECT_TRUE(testing::interpreter_matches_reference(op, r.program(), i)) << s.text();
+      if (compiled < 2) {
+        ++compiled;
+        EvaluateParams params;
+        params.time = false;
+        params.threads = 2;
+        params.seed = i;
+        Evaluation ev = evaluate(op, r.program(), params);
+        EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
+      }
+    }
+    EXPECT_GE(applied, 6) << "most configurations of a space should apply";
+  }
+}
+
+TEST(Operators, OptionalKeysAtTheirDefaultsNameTheSameWorkload) {
+  EXPECT_EQ(parse_workload("conv2d:N=1,C=4,H=8,W=8,O=4,K=3,S=1,P=1,D=1,G=1").text(),
+            "conv2d:N=1,C=4,H=8,W=8,O=4,K=3,S=1,P=1");
+  EXPECT_EQ(parse_workload("conv2d:N=1,C=4,H=8,W=8,O=4,K=3,S=1,P=1,G=2").text(),
+            "conv2d:N=1,C=4,H=8,W=8,O=4,K=3,S=1,P=1,G=2");
+  OpInstance grouped = instantiate(parse_workload("conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,G=2"));
+  EXPECT_DOUBLE_EQ(grouped.flops, 2.0 * 6 * 8 * 8 * 2 * 9);
+}
+
+TEST(Operators, BadShapesAreRefusedWithTheReason) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,G=3", "conv2d: G=3 must divide C=4 and O=6"},
+      {"conv2d:N=1,C=4,H=4,W=4,O=6,K=3,S=1,P=0,D=2", "conv2d: kernel 5 is larger than"},
+      {"max_pool2d:N=1,C=2,H=8,W=8,K=2,S=2,P=2", "max_pool2d: P=2 must be smaller than K=2"},
+      {"depthwise_conv2d:N=1,C=2,H=2,W=2,K=5,S=1,P=0", "depthwise_conv2d: window 5 is larger"},
+      {"dense:B=1,I=4", "dense needs key O"},
+      {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,Q=1", "conv2d has no key Q"},
+  };
+  for (const auto& [w, message] : cases) {
+    try {
+      instantiate(parse_workload(w));
+      ADD_FAILURE() << w << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera
