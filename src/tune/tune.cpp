@@ -127,6 +127,17 @@ std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const
     info->reason = "the " + params.tuner + " tuner has no cost model";
     return nullptr;
   }
+  if (params.transfer == "auto") {
+    // Nothing to transfer from without another workload: no global model to fit or save.
+    RecordQuery q;
+    q.target_key = target_key;
+    bool others = false;
+    for (const Record& r : db.records(q)) others |= r.result.workload != workload;
+    if (!others) {
+      info->reason = "no records of other workloads in the DB for this target";
+      return nullptr;
+    }
+  }
   std::string layout;
   if (params.features == "knob") layout = knob_layout(space_for(parse_workload(workload)));
   auto objective = params.tuner == "xgb" ? XGBoostParams::Objective::kRank
