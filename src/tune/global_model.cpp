@@ -246,6 +246,15 @@ bool GlobalModel::try_load(const std::string& stamp_text, const WarnFn& warn) {
       auto model = std::make_shared<XGBoostModel>(params);
       model->load(model_path_);
       if (model->num_features() == 0) throw Error("the file holds no trees");
+      if (features_ != "knob" &&
+          model->num_features() != feature_length(features_ == "relation"
+                                                      ? FeatureKind::kRelation
+                                                      : FeatureKind::kContext)) {
+        throw Error(fmt::format("it was trained on {} features, this tessera extracts {}",
+                                model->num_features(),
+                                feature_length(features_ == "relation" ? FeatureKind::kRelation
+                                                                       : FeatureKind::kContext)));
+      }
       model_ = std::move(model);
     }
     rows_ = rows;

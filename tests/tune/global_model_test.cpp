@@ -113,6 +113,18 @@ TEST(GlobalModel, ACorruptModelOrStampIsRebuiltWithOneWarningAndNoRecordIsLost) 
   EXPECT_FALSE(c.rebuilt());
   EXPECT_TRUE(warnings.empty());
 
+  // A readable model of another feature length (an older tessera's): rebuilt as well.
+  GlobalModel context(tmp.path, "context", XGBoostParams::Objective::kRank);
+  context.refresh(db, target.key());
+  std::filesystem::copy_file(context.model_path(), a.model_path(),
+                             std::filesystem::copy_options::overwrite_existing);
+  GlobalModel e(tmp.path, "relation", XGBoostParams::Objective::kRank);
+  e.refresh(db, target.key(), warn);
+  EXPECT_TRUE(e.rebuilt());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("trained on 328 features"), std::string::npos) << warnings[0];
+  warnings.clear();
+
   std::ofstream(a.stamp_path(), std::ios::trunc) << "not json";
   GlobalModel d(tmp.path, "relation", XGBoostParams::Objective::kRank);
   d.refresh(db, target.key(), warn);
