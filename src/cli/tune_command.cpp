@@ -130,6 +130,8 @@ int bench_command(const BenchArgs& args) {
       j["workload"] = w.text();
       j["strategy"] = best->result.strategy;
       j["gflops"] = ev.gflops;
+      j["flops"] = op.flops;
+      j["seconds"] = ev.timing.median;
       j["correct"] = ev.correct;
       j["threads"] = ev.threads;
       if (const Baseline* primary = primary_baseline(baselines)) {
