@@ -102,25 +102,29 @@ ConfigSpace conv2d_space(const Workload& w) {
       grouped ? choice_knob("parallel", {"off", "outer"})
               : choice_knob("parallel", {"off", "outer", "fused"}),
   };
-  std::string n_loop = p > 0 ? "conv.n" : "n";
-  auto instantiate = [n_loop](const ConfigSpace& sp, const Config& c) {
+  // conv2d_bias_relu shares the axis names with its epilogue stages, so its loops are qualified.
+  bool fused = w.op == "conv2d_bias_relu";
+  std::string q = fused ? "conv." : "";
+  std::string n_loop = p > 0 || fused ? "conv.n" : "n";
+  auto instantiate = [n_loop, q, fused](const ConfigSpace& sp, const Config& c) {
     const auto& toc = sp.value(c, "tile_oc");
     int64_t oc_block = toc[1] * toc[2];
     bool oc_first = sp.value0(c, "order") == 0;
-    std::vector<ProgramStrategy> steps{split("o", oc_block), split("o.inner", toc[2]),
-                                       split("x", sp.value(c, "tile_ow")[1]),
+    std::string o = q + "o", y = q + "y", x = q + "x";
+    std::vector<ProgramStrategy> steps{split(o, oc_block), split(o + ".inner", toc[2]),
+                                       split(x, sp.value(c, "tile_ow")[1]),
                                        split("rc", sp.value(c, "tile_ic")[1])};
-    std::string first = oc_first ? "o.outer" : "y", second = oc_first ? "y" : "o.outer";
-    steps.push_back(reorder({n_loop, first, second, "x.outer", "rc.outer", "ry", "rx", "rc.inner",
-                             "x.inner", "o.inner.outer", "o.inner.inner"}));
-    steps.push_back(vectorize("o.inner.inner"));
-    steps.push_back(unroll("o.inner.outer"));
-    steps.push_back(unroll("x.inner"));
+    std::string first = oc_first ? o + ".outer" : y, second = oc_first ? y : o + ".outer";
+    steps.push_back(reorder({n_loop, first, second, x + ".outer", "rc.outer", "ry", "rx",
+                             "rc.inner", x + ".inner", o + ".inner.outer", o + ".inner.inner"}));
+    steps.push_back(vectorize(o + ".inner.inner"));
+    steps.push_back(unroll(o + ".inner.outer"));
+    steps.push_back(unroll(x + ".inner"));
     if (sp.value0(c, "unroll_kw") == 1) steps.push_back(unroll("rx"));
     steps.push_back(pack("weight", 0, oc_block));
-    steps.push_back(cache_write("conv", "x.outer", {0, 2, 3, 1}));
+    steps.push_back(cache_write("conv", x + ".outer", {0, 2, 3, 1}));
     const std::string& pad_label = sp.knobs()[4].labels[static_cast<size_t>(sp.value0(c, "pad"))];
-    if (pad_label == "at_row") steps.push_back(compute_at("pad", "y"));
+    if (pad_label == "at_row") steps.push_back(compute_at("pad", y));
     int64_t parallel_mode = sp.value0(c, "parallel");
     if (parallel_mode != 0) {
       if (parallel_mode == 1) {
@@ -129,9 +133,16 @@ ConfigSpace conv2d_space(const Workload& w) {
         steps.push_back(fuse(first, second));
         steps.push_back(parallel(first + "." + second + ".fused"));
       }
-      steps.push_back(parallel("o.init"));
+      steps.push_back(parallel(o + ".init"));
       steps.push_back(parallel("weight.pack.0"));
       if (pad_label == "root") steps.push_back(parallel("c"));
+    }
+    if (fused) {
+      // The epilogue: bias and relu in one pass over each output plane, vectorized by the C
+      // compiler along the fused plane loop.
+      steps.push_back(compute_inline("bias_add"));
+      steps.push_back(fuse("k", "l"));
+      if (parallel_mode != 0) steps.push_back(parallel("j"));
     }
     return seq_all(steps);
   };
@@ -202,14 +213,14 @@ ConfigSpace elementwise_space(const Workload& w) {
 
 ConfigSpace space_for(const Workload& w) {
   if (w.op == "matmul") return matmul_space(w.get("M"), w.get("N"), w.get("K"));
-  if (w.op == "conv2d") return conv2d_space(w);
+  if (w.op == "conv2d" || w.op == "conv2d_bias_relu") return conv2d_space(w);
   if (w.op == "dense") return dense_space(w);
   if (w.op == "batch_matmul") return batch_matmul_space(w);
   if (w.op == "depthwise_conv2d") return window_space(w, "dwconv");
   if (w.op == "max_pool2d" || w.op == "avg_pool2d") return window_space(w, "pool");
   if (w.op == "add" || w.op == "relu" || w.op == "bias_add") return elementwise_space(w);
   throw_error(
-      "no search space for {} yet (spaces: matmul, conv2d, dense, batch_matmul, "
+      "no search space for {} yet (spaces: matmul, conv2d, conv2d_bias_relu, dense, batch_matmul, "
       "depthwise_conv2d, max_pool2d, avg_pool2d, add, relu, bias_add)",
       w.op);
 }

@@ -21,6 +21,7 @@ const char* const kWorkloads[] = {
     "conv2d:N=1,C=4,H=9,W=9,O=8,K=3,S=1,P=1",
     "conv2d:N=1,C=6,H=7,W=8,O=18,K=1,S=2,P=0",
     "conv2d:N=1,C=4,H=9,W=9,O=6,K=3,S=2,P=1,D=2,G=2",
+    "conv2d_bias_relu:N=1,C=3,H=7,W=7,O=20,K=3,S=1,P=1",
     "depthwise_conv2d:N=1,C=5,H=9,W=18,K=3,S=1,P=1",
     "depthwise_conv2d:N=1,C=3,H=9,W=8,K=3,S=2,P=1",
     "max_pool2d:N=1,C=3,H=9,W=9,K=3,S=2,P=1",
