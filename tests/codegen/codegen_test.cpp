@@ -210,12 +210,13 @@ TEST(CodegenC, VectorizedIntrinsicCallsRunLaneByLane) {
   Buffer b = make_buffer("B", kF32, {4, 16});
   Var i("i"), j("j");
   Expr x = make_load(a, {i, j});
-  Expr value = exp(x) * 2.0 + sqrt(x * x) - exp(make_load(c, {i}));
+  Expr value = exp(x) * 2.0 + sqrt(x * x) - exp(make_load(c, {i})) + sigmoid(x);
   Program p = make_program(
       "intrinsics", {a, c}, {b},
       make_for(i, 0, 4, kSerial, make_for(j, 0, 16, kVectorized, make_store(b, {i, j}, value))));
   std::string code = codegen_c(p);
-  for (const char* piece : {"tsr_f32x16", "= expf(exp_arg[", "= sqrtf(sqrt_arg[", "expf(C[i])"}) {
+  for (const char* piece : {"tsr_f32x16", "= expf(exp_arg[", "= sqrtf(sqrt_arg[", "expf(C[i])",
+                            "= tsr_sigmoid_f32(sigmoid_arg["}) {
     EXPECT_NE(code.find(piece), std::string::npos) << piece << " not in\n" << code;
   }
   EXPECT_EQ(code.find("#pragma omp simd"), std::string::npos) << code;
@@ -225,7 +226,8 @@ TEST(CodegenC, VectorizedIntrinsicCallsRunLaneByLane) {
   mod.run({&av, &cv, &bv});
   for (size_t n = 0; n < 64; ++n) {
     double v = av.get(n);
-    double e = std::exp(v) * 2.0 + std::abs(v) - std::exp(cv.get(n / 16));
+    double e =
+        std::exp(v) * 2.0 + std::abs(v) - std::exp(cv.get(n / 16)) + 1.0 / (1.0 + std::exp(-v));
     EXPECT_NEAR(bv.get(n), e, 1e-5 * (1 + std::abs(e))) << n;
   }
 }
