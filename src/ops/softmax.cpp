@@ -1,0 +1,114 @@
+#include "ops/softmax.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "lower/lower.h"
+#include "schedule/rules.h"
+#include "te/error.h"
+
+namespace tessera {
+
+Tensor softmax_rows(const Tensor& x, const std::string& name) {
+  if (x.ndim() != 2) throw_error("softmax_rows: x must be 2-D, got {} dimensions", x.ndim());
+  if (!is_float(x->dtype))
+    throw_error("softmax_rows: x must be float, not {}", dtype_name(x->dtype));
+  const int64_t m = x->shape[0], n = x->shape[1];
+  IterVar k_max = reduce_axis(n, "k");
+  Tensor row_max =
+      compute({m}, [&](Var i) { return max(x(i, k_max.var), {k_max}); }, "row_max", {"i"});
+  IterVar k_sum = reduce_axis(n, "k");
+  Tensor exp_sum =
+      compute({m}, [&](Var i) { return sum(exp(x(i, k_sum.var) - row_max(i)), {k_sum}); },
+              "exp_sum", {"i"});
+  return compute({m, n}, [&](Var i, Var j) { return exp(x(i, j) - row_max(i)) / exp_sum(i); }, name,
+                 {"i", "j"});
+}
+
+namespace {
+
+constexpr int64_t kRowLanes = 8;  // rows per vector in the row stages
+constexpr int64_t kUnrollK = 4;   // columns per unrolled step of the row stages
+
+int64_t positive(const Workload& w, const std::string& key) {
+  int64_t v = w.get(key);
+  if (v <= 0) throw_error("{}: {} must be positive, got {}", w.op, key, v);
+  if (v > (int64_t{1} << 20)) throw_error("{}: {}={} is too large", w.op, key, v);
+  return v;
+}
+
+}  // namespace
+
+OpInstance build_softmax(const Workload& w) {
+  const int64_t m = positive(w, "M"), n = positive(w, "N");
+  Tensor x = placeholder({m, n}, DType::kFloat32, "x");
+  Tensor y = softmax_rows(x, "softmax");
+  OpInstance op{{x, y}, lower("softmax", {x, y}), 5.0 * m * n, n, nullptr};
+  op.reference = [m, n](std::vector<std::vector<double>>& a) {
+    const std::vector<double>& in = a[0];
+    std::vector<double>& out = a[1];
+    for (int64_t i = 0; i < m; ++i) {
+      const double* row = &in[i * n];
+      double mx = *std::max_element(row, row + n);
+      double total = 0;
+      for (int64_t j = 0; j < n; ++j) total += std::exp(row[j] - mx);
+      for (int64_t j = 0; j < n; ++j) out[i * n + j] = std::exp(row[j] - mx) / total;
+    }
+  };
+  return op;
+}
+
+// The row stages are reductions (an init and an update nest each), which compute_at refuses
+// (docs/strategies.md), so they stay root nests before the softmax nest. What the rules allow on
+// them: vectorizing across rows (the row loop moved inside the column loop; the column loop of a
+// reduction carries a dependence and vectorize refuses it), unrolling the column loop, parallel
+// rows.
+ConfigSpace softmax_space(const Workload& w) {
+  const int64_t m = positive(w, "M"), n = positive(w, "N");
+  std::vector<Knob> knobs{
+      split_knob_from("tile_row", m, {{1}, {2}, {4}, {8}}),
+      int_knob("vector_j", {1, 4, 8, 16}),
+      choice_knob("row_stages", {"scalar", "vector_rows"}),
+      choice_knob("unroll_k", {"off", "on"}),
+      choice_knob("parallel", {"off", "rows"}),
+  };
+  auto instantiate = [](const ConfigSpace& s, const Config& c) {
+    const int64_t vector_j = s.value0(c, "vector_j");
+    const bool vector_rows = s.value0(c, "row_stages") == 1;
+    const bool unroll_k = s.value0(c, "unroll_k") == 1;
+    const bool par = s.value0(c, "parallel") == 1;
+    std::vector<ProgramStrategy> steps{split("softmax.i", s.value(c, "tile_row")[1])};
+    if (vector_j > 1) {
+      steps.push_back(split("j", vector_j));
+      steps.push_back(vectorize("j.inner"));
+    }
+    for (const char* stage : {"row_max", "exp_sum"}) {
+      const std::string i = std::string(stage) + ".i", k = std::string(stage) + ".k";
+      if (vector_rows) steps.push_back(split(i, kRowLanes));
+      if (unroll_k) steps.push_back(split(k, kUnrollK));
+      if (vector_rows) {
+        std::vector<std::string> order{i + ".outer"};
+        if (unroll_k) {
+          order.insert(order.end(), {k + ".outer", k + ".inner"});
+        } else {
+          order.push_back(k);
+        }
+        order.push_back(i + ".inner");
+        steps.push_back(reorder(order));
+        steps.push_back(vectorize(i + ".inner"));
+      }
+      if (unroll_k) steps.push_back(unroll(k + ".inner"));
+      if (par) {
+        steps.push_back(parallel(i + ".init"));
+        steps.push_back(parallel(vector_rows ? i + ".outer" : i));
+      }
+    }
+    if (par) steps.push_back(parallel("softmax.i.outer"));
+    return seq_all(steps);
+  };
+  return ConfigSpace(fmt::format("softmax:M={},N={}", m, n), std::move(knobs), instantiate);
+}
+
+}  // namespace tessera
