@@ -28,6 +28,30 @@ def tune(tessera, workload, tuner, seed, trials, batch, threads):
         return json.loads(out)
 
 
+def plot(rows, workloads, series_key, series, seeds, out):
+    """One panel per workload, one line per series (mean best-so-far over seeds) into out.png."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(workloads), figsize=(6 * len(workloads), 4), squeeze=False)
+    for ax, w in zip(axes[0], workloads):
+        for t in series:
+            curves = [[r["best_gflops"] for r in rows if r["workload"] == w and r[series_key] == t
+                       and r["seed"] == s and r["trial"] != "seconds"] for s in seeds]
+            curves = [c for c in curves if c]
+            if not curves:
+                continue
+            n = min(len(c) for c in curves)
+            mean = [sum(c[i] for c in curves) / len(curves) for i in range(n)]
+            ax.plot(range(1, n + 1), mean, label=t)
+        ax.set_title(w, fontsize=8)
+        ax.set_xlabel("trials")
+        ax.set_ylabel("best GFLOP/s (mean over seeds)")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out + ".png", dpi=120)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tessera", default="build/tessera")
@@ -57,23 +81,7 @@ def main():
         writer.writeheader()
         writer.writerows(rows)
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(args.workloads), figsize=(6 * len(args.workloads), 4), squeeze=False)
-    for ax, w in zip(axes[0], args.workloads):
-        for t in args.tuners:
-            curves = [[r["best_gflops"] for r in rows if r["workload"] == w and r["tuner"] == t and r["seed"] == s
-                       and r["trial"] != "seconds"] for s in args.seeds]
-            n = min(len(c) for c in curves)
-            mean = [sum(c[i] for c in curves) / len(curves) for i in range(n)]
-            ax.plot(range(1, n + 1), mean, label=t)
-        ax.set_title(w, fontsize=8)
-        ax.set_xlabel("trials")
-        ax.set_ylabel("best GFLOP/s (mean over seeds)")
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(args.out + ".png", dpi=120)
+    plot(rows, args.workloads, "tuner", args.tuners, args.seeds, args.out)
     print(f"wrote {args.out}.csv and {args.out}.png", file=sys.stderr)
 
 
