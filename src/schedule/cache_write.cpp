@@ -1,7 +1,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
+
 #include "schedule/location.h"
+#include "schedule/loop_tools.h"
 #include "schedule/rules.h"
 #include "schedule/stage_tools.h"
 #include "tir/simplify.h"
@@ -29,6 +32,72 @@ Stmt copy_nest(const Buffer& global, const Buffer& local, const std::vector<Expr
     body = make_for(vars[d], make_int(0), local->shape[d], ForKind::kSerial, body);
   }
   return body;
+}
+
+// A nest setting every element of the cache to `value`.
+Stmt fill_nest(const Buffer& local, const Expr& value, const std::string& loop_prefix) {
+  std::vector<Var> vars;
+  std::vector<Expr> idx;
+  for (size_t d = 0; d < local->shape.size(); ++d) {
+    vars.emplace_back(fmt::format("{}.{}", loop_prefix, d));
+    idx.push_back(vars.back());
+  }
+  Stmt body = make_store(local, idx, value);
+  for (size_t d = vars.size(); d-- > 0;) {
+    body = make_for(vars[d], make_int(0), local->shape[d], ForKind::kSerial, body);
+  }
+  return body;
+}
+
+// The loops enclosing `target` (outermost first) and every store to `buffer` outside it.
+class WriteSites : public StmtVisitor {
+ public:
+  WriteSites(const ForNode* target, const Buffer& buffer) : target_(target), buffer_(buffer) {}
+  std::vector<const ForNode*> enclosing;
+  std::vector<const StoreNode*> outside_stores;
+
+ protected:
+  void visit_(const ForNode& n, const Stmt& self) override {
+    if (&n == target_) {
+      enclosing = path_;
+      return;
+    }
+    path_.push_back(&n);
+    StmtVisitor::visit_(n, self);
+    path_.pop_back();
+  }
+  void visit_(const StoreNode& n, const Stmt& self) override {
+    if (n.buffer == buffer_) outside_stores.push_back(&n);
+    StmtVisitor::visit_(n, self);
+  }
+  using StmtVisitor::visit_;
+
+ private:
+  const ForNode* target_;
+  const Buffer& buffer_;
+  std::vector<const ForNode*> path_;
+};
+
+// A reduction's block can start from the reduction's initial value instead of a copy of the
+// buffer when that is provably what the copy would read: every other store to the buffer writes
+// that one constant (lowering's init nest, which runs first), and each element is updated in one
+// iteration of the cached loop and of every loop around it, so no earlier block has touched it.
+// This saves the transposed gather of each block (the copy-back stays).
+std::optional<Expr> initial_value(const Program& p, const ForNode& at, const Buffer& buffer) {
+  WriteSites sites(&at, buffer);
+  sites.visit(p.body);
+  std::optional<Expr> value;
+  for (const StoreNode* st : sites.outside_stores) {
+    bool constant = st->value.as<IntImmNode>() || st->value.as<FloatImmNode>();
+    if (!constant || (value && !same_expr(*value, st->value))) return std::nullopt;
+    value = st->value;
+  }
+  if (!value) return std::nullopt;
+  if (iteration_conflict(at)) return std::nullopt;
+  for (const ForNode* loop : sites.enclosing) {
+    if (iteration_conflict(*loop)) return std::nullopt;
+  }
+  return value;
 }
 
 }  // namespace
@@ -80,7 +149,13 @@ RewriteResult<Program> cache_box(const Program& p, const std::string& text,
   std::vector<Expr> offset;
   for (size_t d = 0; d < box.base.size(); ++d)
     offset.push_back(simplify(box.base[d] + make_int(box.lo[d])));
-  std::vector<Stmt> parts{copy_nest(buffer, local, offset, layout, true, stage + ".load")};
+  std::vector<Stmt> parts;
+  std::optional<Expr> init = write ? initial_value(p, *at, buffer) : std::nullopt;
+  if (init) {
+    parts.push_back(fill_nest(local, *init, stage + ".load"));
+  } else {
+    parts.push_back(copy_nest(buffer, local, offset, layout, true, stage + ".load"));
+  }
   parts.push_back(redirect_buffer(at->body, buffer, local, offset,
                                   order.empty() ? std::vector<size_t>{} : layout));
   if (write) parts.push_back(copy_nest(buffer, local, offset, layout, false, stage + ".store"));

@@ -72,6 +72,26 @@ TEST(StageRules, CacheWriteAccumulatesABlockLocally) {
                             "split(o, 2) ; cache_write(conv, o.outer) ; parallel(o.outer)");
 }
 
+// A block that sees the whole reduction starts from the init value; one that sees only part of it
+// (a reduction loop outside the cached loop) must start from what earlier blocks accumulated.
+TEST(StageRules, CacheWriteStartsFromTheInitValueOnlyWhenNoEarlierBlockTouchedTheElements) {
+  OpInstance op = instantiate(parse_workload("matmul:M=16,N=16,K=8"));
+  std::string whole = print_program(apply_ok(op, "tile(i, j, 8, 8) ; cache_write(C, j.outer)"));
+  EXPECT_NE(whole.find("C.local[C.load.0, C.load.1] = 0.0f"), std::string::npos) << whole;
+  std::string partial = "split(k, 4) ; reorder(i, k.outer, j, k.inner) ; cache_write(C, j)";
+  std::string text = print_program(apply_ok(op, partial));
+  EXPECT_EQ(text.find("= 0.0f\n", text.find("alloc C.local")), std::string::npos) << text;
+  EXPECT_NE(text.find("C.local[C.load.0, C.load.1] = C[i + C.load.0, j + C.load.1]"),
+            std::string::npos)
+      << text;
+  expect_correct_everywhere("matmul:M=12,N=10,K=8", partial);
+  expect_correct_everywhere("matmul:M=12,N=10,K=8",
+                            "split(k, 4) ; reorder(k.outer, i, j, k.inner) ; "
+                            "split(i, 4) ; cache_write(C, i.outer)");
+  expect_correct_everywhere("conv2d_bias_relu:N=1,C=3,H=6,W=6,O=4,K=3,S=1,P=1",
+                            "split(conv.o, 2) ; cache_write(conv, conv.o.outer)");
+}
+
 TEST(StageRules, CacheWriteLayoutPutsTheVectorDimensionInnermost) {
   const char* w = "conv2d:N=1,C=3,H=6,W=6,O=8,K=3,S=1,P=1";
   std::string strategy =
