@@ -155,6 +155,17 @@ Baseline onednn_elementwise(const OpInstance& op, const Workload& w, int repeat)
   return {"oneDNN binary add", op.flops / seconds * 1e-9, true};
 }
 
+Baseline onednn_softmax(const OpInstance& op, const Workload& w, int repeat) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  memory::desc x = md({w.get("M"), w.get("N")}, Tag::ab);
+  dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, x, 1);
+  dnnl::softmax_forward::primitive_desc pd(desc, engine);
+  double seconds = time_primitive<dnnl::softmax_forward::primitive_desc, dnnl::softmax_forward>(
+      engine, pd, {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, x}}, repeat);
+  return {"oneDNN softmax (" + std::string(pd.impl_info_str()) + ")", op.flops / seconds * 1e-9,
+          true};
+}
+
 Baseline openblas(const OpInstance& op, int64_t batch, int64_t m, int64_t n, int64_t k,
                   bool transpose_b, int repeat) {
   double seconds =
@@ -200,6 +211,7 @@ std::vector<Baseline> library_baselines(const OpInstance& op, const Workload& w,
   }
   if (kind == "max_pool2d" || kind == "avg_pool2d")
     return {onednn_pool(op, w, kind == "max_pool2d", repeat)};
+  if (kind == "softmax") return {onednn_softmax(op, w, repeat)};
   if (kind == "add" || kind == "relu" || kind == "bias_add")
     return {onednn_elementwise(op, w, repeat)};
   return {};

@@ -8,6 +8,7 @@
 #include "ops/image.h"
 #include "ops/nn.h"
 #include "ops/separate_filter.h"
+#include "ops/softmax.h"
 #include "ops/workload.h"
 #include "te/error.h"
 
@@ -357,6 +358,11 @@ const std::vector<OpDef>& op_registry() {
        {},
        "C[B,M,N] = A[B,M,K] x B[B,K,N], float32",
        build_batch_matmul},
+      {"softmax",
+       {"M", "N"},
+       {},
+       "row-wise softmax of X[M,N] (max subtracted first), float32",
+       build_softmax},
       {"bias_add",
        {"M", "N"},
        {},

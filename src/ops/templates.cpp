@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/softmax.h"
 #include "schedule/library.h"
 #include "te/error.h"
 
@@ -219,9 +220,10 @@ ConfigSpace space_for(const Workload& w) {
   if (w.op == "depthwise_conv2d") return window_space(w, "dwconv");
   if (w.op == "max_pool2d" || w.op == "avg_pool2d") return window_space(w, "pool");
   if (w.op == "add" || w.op == "relu" || w.op == "bias_add") return elementwise_space(w);
+  if (w.op == "softmax") return softmax_space(w);
   throw_error(
       "no search space for {} yet (spaces: matmul, conv2d, conv2d_bias_relu, dense, batch_matmul, "
-      "depthwise_conv2d, max_pool2d, avg_pool2d, add, relu, bias_add)",
+      "depthwise_conv2d, max_pool2d, avg_pool2d, add, relu, bias_add, softmax)",
       w.op);
 }
 

@@ -27,6 +27,7 @@ const char* const kWorkloads[] = {
     "max_pool2d:N=1,C=3,H=9,W=9,K=3,S=2,P=1",
     "avg_pool2d:N=1,C=3,H=8,W=20,K=2,S=2,P=0",
     "bias_add:M=4,N=37",
+    "softmax:M=6,N=35",
     "add:M=3,N=20",
     "relu:M=5,N=17",
 };
