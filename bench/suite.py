@@ -49,6 +49,7 @@ def main():
     ap.add_argument("--only", nargs="*", default=None, help="names to keep (default: all)")
     ap.add_argument("--trials", type=int, default=256, help="trial budget per workload")
     ap.add_argument("--tuner", default="xgb")
+    ap.add_argument("--batch", type=int, default=32, help="measurements between model updates")
     ap.add_argument("--threads", type=int, nargs="+", default=[2])
     ap.add_argument("--db-prefix", default="bench-suite", help="DBs are <prefix>-t<threads>.db")
     ap.add_argument("--out", default="bench-suite", help="writes <out>.md and <out>.csv")
@@ -65,7 +66,8 @@ def main():
         for name, workload in workloads:
             start = time.time()
             tuned = run_json([args.tessera, "tune", workload, "--trials", str(args.trials),
-                              "--tuner", args.tuner, "--threads", str(threads), "--db", db,
+                              "--tuner", args.tuner, "--batch", str(args.batch),
+                              "--threads", str(threads), "--db", db,
                               "--json"], args.timeout)
             bench = run_json([args.tessera, "bench", workload, "--threads", str(threads),
                               "--db", db, "--json"], 1800)
