@@ -10,7 +10,9 @@
 
 #include "codegen/codegen_c_emitter.h"
 #include "te/error.h"
+#include "te/expr_functor.h"
 #include "te/tensor.h"
+#include "tir/simplify.h"
 
 namespace tessera {
 namespace codegen_c_detail {
@@ -238,7 +240,39 @@ void CEmitter::close() {
   line("}");
 }
 
+namespace {
+
+bool has_div_or_mod(const std::vector<Expr>& indices) {
+  class Finder : public ExprVisitor {
+   public:
+    bool found = false;
+
+   protected:
+    void visit_(const DivNode& n, const Expr& self) override {
+      found = true;
+      ExprVisitor::visit_(n, self);
+    }
+    void visit_(const ModNode& n, const Expr& self) override {
+      found = true;
+      ExprVisitor::visit_(n, self);
+    }
+    using ExprVisitor::visit_;
+  } finder;
+  for (const Expr& e : indices) finder.visit(e);
+  return finder.found;
+}
+
+}  // namespace
+
 Expr CEmitter::flat_index(const Buffer& b, const std::vector<Expr>& indices) {
+  // A fused loop indexes its dimensions as p / W and p % W: only the flat form, where
+  // (p / W) * W + p % W folds back to p, shows that consecutive p are consecutive elements (a
+  // vector move instead of a gather).
+  if (has_div_or_mod(indices)) return simplify(plain_flat_index(b, indices));
+  return plain_flat_index(b, indices);
+}
+
+Expr CEmitter::plain_flat_index(const Buffer& b, const std::vector<Expr>& indices) {
   std::vector<Expr> terms;
   int64_t stride = 1;
   for (size_t d = indices.size(); d-- > 0;) {

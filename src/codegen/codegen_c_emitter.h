@@ -53,6 +53,7 @@ class CEmitter : private ExprFunctor<CExpr> {
   CExpr print(const Expr& e) { return visit(e); }
   /// The row-major flat index of `indices` into `b`, as an int32 expression.
   static Expr flat_index(const Buffer& b, const std::vector<Expr>& indices);
+  static Expr plain_flat_index(const Buffer& b, const std::vector<Expr>& indices);
   /// The C name of a buffer in scope; records that the buffer is used (and stored to).
   const std::string& buffer_name(const Buffer& b, bool for_store = false);
   /// A fresh identifier derived from `hint`.

@@ -13,25 +13,50 @@ namespace {
 // The loops and buffers of one matrix product C[i, j] = sum_k A[i, k] * B[k, j] as some operator
 // names them: the operand B packed into [N/bn][K][bn] blocks, the output written through a cache.
 struct GemmNames {
+  GemmNames(std::string output, std::string packed, int64_t packed_dim, std::string batch,
+            bool pack_required)
+      : output(std::move(output)),
+        packed(std::move(packed)),
+        packed_dim(packed_dim),
+        batch(std::move(batch)),
+        pack_required(pack_required) {}
   std::string output;  // the stage computing C
-  std::string packed;  // the operand read along j
+  std::string packed;  // the operand read along j, or empty when it is contiguous already
   int64_t packed_dim;  // its j dimension
   std::string batch;   // an outer batch loop, or empty
   bool pack_required;  // B's j dimension is not its innermost: unpacked reads are gathers
+  std::string i = "i", j = "j", k = "k";
+  std::vector<std::string> unit_loops;   // extent-1 reduction loops kept beside k.outer
+  std::vector<ProgramStrategy> prelude;  // steps that make the nest a matmul
+  bool write_cache = true;               // whether the output block's indices separate
+  bool parallel_i = false;  // j is a fused loop, whose iterations' writes cannot be proved disjoint
 };
 
+// The L2 block of the reduction: none, or a slice depth that divides k.
+Knob kc_knob(int64_t k) {
+  std::vector<int64_t> depths{0};
+  for (int64_t kc : {128, 256, 512}) {
+    if (kc < k && k % kc == 0) depths.push_back(kc);
+  }
+  return int_knob("tile_kc", depths);
+}
+
 ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, GemmNames g) {
+  std::vector<std::string> pack_options{"none", "pack_b"};
+  if (g.packed.empty()) pack_options = {"none"};
+  if (g.pack_required) pack_options = {"pack_b"};
   std::vector<Knob> knobs{
       split_knob_from("tile_i", m, {{1}, {2}, {4}, {6}, {8}, {12}, {16}}),
       split_knob_from("tile_j", n,
                       {{1, 8}, {1, 16}, {2, 16}, {3, 16}, {4, 16}, {8, 16}, {2, 8}, {4, 8}}),
       split_knob("tile_k", k, 2, SplitPolicy::kPowersOfTwo, 32),
       choice_knob("order", {"i_first", "j_first"}),
-      choice_knob("pack", g.pack_required ? std::vector<std::string>{"pack_b"}
-                                          : std::vector<std::string>{"none", "pack_b"}),
-      choice_knob("cache", {"none", "write_cache"}),
+      choice_knob("pack", pack_options),
+      choice_knob("cache", g.write_cache ? std::vector<std::string>{"none", "write_cache"}
+                                         : std::vector<std::string>{"none"}),
       choice_knob("unroll_k", {"off", "on"}),
       choice_knob("parallel", {"off", "outer"}),
+      kc_knob(k),
   };
   auto instantiate = [g](const ConfigSpace& s, const Config& c) {
     const auto& ti = s.value(c, "tile_i");
@@ -39,23 +64,40 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
     const auto& tk = s.value(c, "tile_k");
     bool i_first = s.value0(c, "order") == 0;
     bool packed = s.knobs()[4].labels[static_cast<size_t>(s.value0(c, "pack"))] == "pack_b";
+    bool cached = s.knobs()[5].labels[static_cast<size_t>(s.value0(c, "cache"))] == "write_cache";
     int64_t block_j = tj[1] * tj[2];
-    std::vector<ProgramStrategy> steps{split("i", ti[1]), split("j", block_j),
-                                       split("j.inner", tj[2]), split("k", tk[1])};
-    std::string first = i_first ? "i.outer" : "j.outer", second = i_first ? "j.outer" : "i.outer";
-    std::vector<std::string> order{first,     second,          "k.outer",      "k.inner",
-                                   "i.inner", "j.inner.outer", "j.inner.inner"};
+    std::vector<ProgramStrategy> steps = g.prelude;
+    steps.insert(steps.end(),
+                 {split(g.i, ti[1]), split(g.j, block_j), split(g.j + ".inner", tj[2])});
+    // With a kc block, k.outer walks kc-deep slices of the packed panels outermost (GotoBLAS's
+    // L2 blocking) and the register-level k loops are k.inner.outer and k.inner.inner.
+    int64_t kc = s.value0(c, "tile_kc");
+    std::string ko = g.k + ".outer", ki = g.k + ".inner";
+    if (kc > 0) {
+      steps.push_back(split(g.k, kc));
+      steps.push_back(split(ki, tk[1]));
+      ko = g.k + ".inner.outer";
+      ki = g.k + ".inner.inner";
+    } else {
+      steps.push_back(split(g.k, tk[1]));
+    }
+    std::string first = (i_first ? g.i : g.j) + ".outer", second = (i_first ? g.j : g.i) + ".outer";
+    std::vector<std::string> order{first, second, ko};
+    if (kc > 0) order.insert(order.begin(), g.k + ".outer");
+    order.insert(order.end(), g.unit_loops.begin(), g.unit_loops.end());
+    order.insert(order.end(), {ki, g.i + ".inner", g.j + ".inner.outer", g.j + ".inner.inner"});
     if (!g.batch.empty()) order.insert(order.begin(), g.batch);
     steps.push_back(reorder(order));
-    steps.push_back(vectorize("j.inner.inner"));
-    steps.push_back(unroll("j.inner.outer"));
-    steps.push_back(unroll("i.inner"));
-    if (s.value0(c, "unroll_k") == 1) steps.push_back(unroll("k.inner"));
+    steps.push_back(vectorize(g.j + ".inner.inner"));
+    steps.push_back(unroll(g.j + ".inner.outer"));
+    steps.push_back(unroll(g.i + ".inner"));
+    if (s.value0(c, "unroll_k") == 1) steps.push_back(unroll(ki));
     if (packed) steps.push_back(pack(g.packed, g.packed_dim, block_j));
-    if (s.value0(c, "cache") == 1) steps.push_back(cache_write(g.output, second));
+    if (cached) steps.push_back(cache_write(g.output, second));
     if (s.value0(c, "parallel") == 1) {
-      steps.push_back(parallel(g.batch.empty() ? first : g.batch));
-      steps.push_back(parallel((g.batch.empty() ? "i" : g.batch) + ".init"));
+      bool batch_parallel = !g.batch.empty() && g.batch != "n";
+      steps.push_back(parallel(batch_parallel ? g.batch : g.parallel_i ? g.i + ".outer" : first));
+      steps.push_back(parallel((batch_parallel ? g.batch : g.i) + ".init"));
       if (packed) steps.push_back(parallel(g.packed + ".pack.0"));
     }
     return seq_all(steps);
@@ -67,17 +109,34 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
 
 ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k) {
   return gemm_like_space(fmt::format("matmul:M={},N={},K={}", m, n, k), m, n, k,
-                         {"C", "B", 1, "", false});
+                         GemmNames("C", "B", 1, "", false));
+}
+
+// A 1x1 convolution with stride 1 over NCHW is a matrix product weight[O][C] x data[C][H*W]: with
+// y and x fused into one pixel loop (the flat index folds back to contiguous pixels) it gets the
+// matmul space, vectors along the pixels and no transposed write-back.
+ConfigSpace conv1x1_gemm_space(const Workload& w) {
+  GemmNames g("conv", "", 0, "n", false);
+  g.i = "o";
+  g.j = "y.x.fused";
+  g.k = "rc";
+  g.unit_loops = {"ry", "rx"};
+  g.prelude = {fuse("y", "x")};
+  g.write_cache = false;  // the block's pixel index is (p / W, p % W): it does not separate
+  g.parallel_i = true;
+  return gemm_like_space(w.text(), w.get("O"), w.get("H") * w.get("W"), w.get("C"), g);
 }
 
 // Weights [O][I] are read along O for the output vector: packing them into [O/bn][I][bn] is
 // what makes the reads contiguous, and it is part of the measured kernel.
 ConfigSpace dense_space(const Workload& w) {
-  return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"), {"dense", "W", 0, "", true});
+  return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"),
+                         GemmNames("dense", "W", 0, "", true));
 }
 
 ConfigSpace batch_matmul_space(const Workload& w) {
-  return gemm_like_space(w.text(), w.get("M"), w.get("N"), w.get("K"), {"C", "B", 2, "b", false});
+  return gemm_like_space(w.text(), w.get("M"), w.get("N"), w.get("K"),
+                         GemmNames("C", "B", 2, "b", false));
 }
 
 // TVM's x86 conv2d_NCHWc as a strategy on the plain NCHW program: output channels are the vector
@@ -147,7 +206,10 @@ ConfigSpace conv2d_space(const Workload& w) {
     }
     return seq_all(steps);
   };
-  return ConfigSpace(w.text(), std::move(knobs), instantiate);
+  ConfigSpace nchwc(w.text(), std::move(knobs), instantiate);
+  bool pointwise = kk == 1 && s == 1 && p == 0 && !grouped && !fused && w.get_or("D", 1) == 1;
+  if (!pointwise) return nchwc;
+  return choice_of_spaces(w.text(), "form", {{"nchwc", nchwc}, {"gemm", conv1x1_gemm_space(w)}});
 }
 
 // Depthwise convolution and pooling: each output reads one KxK window of its own channel, so the

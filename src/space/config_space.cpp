@@ -192,4 +192,29 @@ std::vector<float> ConfigSpace::knob_features(const Config& c) const {
   return f;
 }
 
+ConfigSpace choice_of_spaces(std::string name, std::string knob,
+                             std::vector<std::pair<std::string, ConfigSpace>> alternatives) {
+  if (alternatives.empty()) throw_internal("space {}: no alternatives", name);
+  std::vector<std::string> labels;
+  std::vector<Knob> knobs{Knob{}};
+  std::vector<size_t> first_knob;
+  for (const auto& [label, space] : alternatives) {
+    labels.push_back(label);
+    first_knob.push_back(knobs.size());
+    for (Knob k : space.knobs()) {
+      k.name = label + "." + k.name;
+      knobs.push_back(std::move(k));
+    }
+  }
+  knobs[0] = choice_knob(std::move(knob), std::move(labels));
+  auto instantiate = [alternatives, first_knob](const ConfigSpace&, const Config& c) {
+    auto alt = static_cast<size_t>(c.choice.at(0));
+    const ConfigSpace& chosen = alternatives.at(alt).second;
+    auto begin = c.choice.begin() + static_cast<long>(first_knob[alt]);
+    Config sub{std::vector<int>(begin, begin + static_cast<long>(chosen.knobs().size()))};
+    return chosen.instantiate(sub);
+  };
+  return ConfigSpace(std::move(name), std::move(knobs), instantiate);
+}
+
 }  // namespace tessera

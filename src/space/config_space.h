@@ -73,4 +73,10 @@ class ConfigSpace {
   uint64_t size_ = 1;
 };
 
+/// A choice between alternative spaces (strategies with knobs) as one space: a choice knob
+/// `knob` picks the alternative, whose knobs follow under `<label>.<knob>`; a configuration
+/// instantiates the chosen alternative with its own knobs (the others' knobs are ignored).
+ConfigSpace choice_of_spaces(std::string name, std::string knob,
+                             std::vector<std::pair<std::string, ConfigSpace>> alternatives);
+
 }  // namespace tessera

@@ -20,6 +20,7 @@ const char* const kWorkloads[] = {
     "batch_matmul:B=2,M=5,N=18,K=7",
     "conv2d:N=1,C=4,H=9,W=9,O=8,K=3,S=1,P=1",
     "conv2d:N=1,C=6,H=7,W=8,O=18,K=1,S=2,P=0",
+    "conv2d:N=1,C=5,H=6,W=7,O=20,K=1,S=1,P=0",
     "conv2d:N=1,C=4,H=9,W=9,O=6,K=3,S=2,P=1,D=2,G=2",
     "conv2d_bias_relu:N=1,C=3,H=7,W=7,O=20,K=3,S=1,P=1",
     "depthwise_conv2d:N=1,C=5,H=9,W=18,K=3,S=1,P=1",
@@ -74,6 +75,27 @@ TEST(Operators, RandomConfigurationsOfEverySpaceAreCorrect) {
     }
     EXPECT_GE(applied, 6) << "most configurations of a space should apply";
   }
+}
+
+// Fusing y and x indexes the planes as (p / W, p % W); the generated code must still see that
+// consecutive pixels are consecutive floats and move them as one vector.
+TEST(Operators, PointwiseConvolutionAsAMatmulReadsPixelsAsVectors) {
+  OpInstance op = instantiate(parse_workload("conv2d:N=1,C=5,H=6,W=8,O=3,K=1,S=1,P=0"));
+  RewriteResult<Program> r = parse_strategy(
+      "fuse(y, x) ; split(y.x.fused, 16) ; reorder(n, o, y.x.fused.outer, rc, ry, rx, "
+      "y.x.fused.inner) ; vectorize(y.x.fused.inner)")(op.program);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EvaluateParams params;
+  params.time = false;
+  Evaluation ev = evaluate(op, r.program(), params);
+  EXPECT_TRUE(ev.correct) << ev.mismatch;
+  EXPECT_NE(ev.code.find("__builtin_memcpy(&data_vec, &data[n * 240 + rc * 48 + "),
+            std::string::npos)
+      << ev.code;
+  EXPECT_EQ(ev.code.find("data_vec[y_x_fused_inner_lane"), std::string::npos) << ev.code;
+  ConfigSpace space = space_for(parse_workload("conv2d:N=1,C=5,H=6,W=8,O=3,K=1,S=1,P=0"));
+  EXPECT_EQ(space.knobs()[0].name, "form");
+  EXPECT_EQ(space.knobs()[0].labels, (std::vector<std::string>{"nchwc", "gemm"}));
 }
 
 TEST(Operators, OptionalKeysAtTheirDefaultsNameTheSameWorkload) {

@@ -56,6 +56,23 @@ TEST(ConfigSpace, IndexRoundTripAndNeighbours) {
   }
 }
 
+TEST(ConfigSpace, AChoiceOfSpacesInstantiatesTheChosenAlternativeWithItsOwnKnobs) {
+  auto space_of = [](const std::string& loop) {
+    return ConfigSpace("s", {int_knob("factor", {2, 4, 8}), choice_knob("vec", {"off", "on"})},
+                       [loop](const ConfigSpace& s, const Config& c) {
+                         ProgramStrategy st = split(loop, s.value0(c, "factor"));
+                         return s.value0(c, "vec") == 1 ? seq(st, vectorize(loop + ".inner")) : st;
+                       });
+  };
+  ConfigSpace both = choice_of_spaces("both", "which", {{"on_i", space_of("i")}, {"on_j", space_of("j")}});
+  ASSERT_EQ(both.knobs().size(), 5u);
+  EXPECT_EQ(both.knobs()[0].name, "which");
+  EXPECT_EQ(both.knobs()[3].name, "on_j.factor");
+  EXPECT_EQ(both.size(), 2u * 6u * 6u);
+  EXPECT_EQ(both.instantiate(Config{{0, 1, 1, 2, 0}}).text(), "split(i, 4) ; vectorize(i.inner)");
+  EXPECT_EQ(both.instantiate(Config{{1, 1, 1, 2, 0}}).text(), "split(j, 8)");
+}
+
 // Every configuration of a template prints as strategy text that parses back, and a sample of
 // them computes the operator's result.
 TEST(Templates, ConfigurationsPrintParseAndCompute) {
