@@ -150,8 +150,10 @@ TEST(GlobalModel, KnobFeaturesTransferOnlyBetweenSpacesOfOneLayout) {
   knob.refresh(db, target.key());
   EXPECT_EQ(knob.workloads(), (std::set<std::string>{kA, kB}));
   ASSERT_TRUE(knob.model());
+  ConfigSpace matmul_space = space_for(parse_workload(kC));
   EXPECT_EQ(knob.model()->num_features(),
-            space_for(parse_workload(kC)).knob_features(Config{std::vector<int>(8, 0)}).size());
+            matmul_space.knob_features(Config{std::vector<int>(matmul_space.knobs().size(), 0)})
+                .size());
 
   GlobalModel relation(tmp.path, "relation", XGBoostParams::Objective::kRank);
   relation.refresh(db, target.key());
