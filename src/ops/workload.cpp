@@ -107,4 +107,29 @@ Workload canonical(const Workload& w) {
   return w;
 }
 
+std::string canonical_workload(const std::string& text) {
+  Workload w = parse_workload(text);
+  const OpDef* def = nullptr;
+  for (const OpDef& d : op_registry()) {
+    if (d.name == w.op) def = &d;
+  }
+  if (!def) {
+    instantiate(w);  // the registry's own message for an unknown op
+    throw_error("unknown op '{}'", w.op);
+  }
+  // The operator's keys in the registry's order, then its optional ones (parse_workload has
+  // dropped those at their defaults) in the registry's order.
+  Workload canonical{w.op, {}};
+  std::vector<std::string> order = def->keys;
+  for (const auto& [key, fallback] : def->optional) order.push_back(key);
+  for (const std::string& key : order) {
+    for (const auto& [k, v] : w.params) {
+      if (k == key) canonical.params.emplace_back(k, v);
+    }
+  }
+  instantiate(w);  // the registry's message for a missing or unknown key
+  instantiate(canonical);
+  return canonical.text();
+}
+
 }  // namespace tessera

@@ -53,5 +53,9 @@ OpInstance instantiate(const Workload& w);
 /// The workload with optional keys at their defaults left out, so that two spellings of the
 /// same operator share records (`conv2d:...,D=1,G=1` is `conv2d:...`). Unknown ops pass through.
 Workload canonical(const Workload& w);
+/// Canonical workload text: the operator's keys in the registry's order, then its optional keys
+/// not at their defaults (`matmul:N=2,M=1,K=3` and `matmul:M=1,N=2,K=3` are the same workload).
+/// Throws tessera::Error like parse_workload and for an unknown operator or key.
+std::string canonical_workload(const std::string& text);
 
 }  // namespace tessera

@@ -30,11 +30,6 @@ std::string knob_layout(const ConfigSpace& space);
 std::unordered_map<std::string, uint64_t> strategy_index(const ConfigSpace& space,
                                                          uint64_t limit = 2'000'000);
 
-/// Canonical workload text: the operator's keys in the registry's order, then its optional keys
-/// not at their defaults (`matmul:N=2,M=1,K=3` and `matmul:M=1,N=2,K=3` are the same workload).
-/// Throws tessera::Error like parse_workload and for an unknown operator or key.
-std::string canonical_workload(const std::string& text);
-
 class GlobalModel {
  public:
   /// `features`: relation, context or knob; for knob, `layout` (knob_layout of the workload being
