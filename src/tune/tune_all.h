@@ -13,7 +13,7 @@ namespace tessera {
 /// A workload of a task list with the name it was given ("" when none).
 struct TaskSpec {
   std::string name;
-  std::string workload;  // canonical text (tune/global_model.h canonical_workload)
+  std::string workload;  // canonical text (ops/workload.h canonical_workload)
 };
 
 /// Parses a task list: one workload per line, optionally after a name (`C1 conv2d:...`); `#`
