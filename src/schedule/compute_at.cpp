@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "schedule/location.h"
 #include "schedule/loop_tools.h"
 #include "schedule/rules.h"
@@ -110,6 +112,94 @@ class PrependToLoop : public StmtMutator {
   std::vector<Expr> offset_;
 };
 
+// Appends `nest` to the body of the loop named `name`.
+class AppendToLoop : public StmtMutator {
+ public:
+  AppendToLoop(const std::string& name, Stmt nest) : name_(name), nest_(std::move(nest)) {}
+  bool done = false;
+
+ protected:
+  Stmt visit_(const ForNode& n, const Stmt& self) override {
+    if (n.var.name() != name_) return StmtMutator::visit_(n, self);
+    done = true;
+    return make_for(n.var, n.min, n.extent, n.for_kind, make_seq({n.body, nest_}));
+  }
+  using StmtMutator::visit_;
+
+ private:
+  const std::string& name_;
+  Stmt nest_;
+};
+
+// Whether every load of `buffer` in `e` reads it at the nest's loop variables, in order.
+bool reads_elementwise(const Expr& e, const Buffer& buffer,
+                       const std::vector<const ForNode*>& loops) {
+  class Check : public ExprVisitor {
+   public:
+    Check(const Buffer& b, const std::vector<const ForNode*>& loops) : buffer_(b), loops_(loops) {}
+    bool ok = true;
+
+   protected:
+    using ExprVisitor::visit_;
+    void visit_(const LoadNode& l, const Expr& self) override {
+      if (l.buffer == buffer_) {
+        ok = ok && l.indices.size() == loops_.size();
+        for (size_t d = 0; ok && d < loops_.size(); ++d)
+          ok = l.indices[d].as<VarNode>() == loops_[d]->var.get();
+      }
+      ExprVisitor::visit_(l, self);
+    }
+
+   private:
+    const Buffer& buffer_;
+    const std::vector<const ForNode*>& loops_;
+  };
+  Check c(buffer, loops);
+  c.visit(e);
+  return c.ok;
+}
+
+// Whether every store to `b` outside loop `at` writes a constant and runs before `at`: a
+// reduction's init nest, which only sets the start of the values that `at` then updates.
+bool only_constants_before(const Stmt& root, const ForNode* at, const Buffer& b) {
+  class Walk : public StmtVisitor {
+   public:
+    Walk(const ForNode* at, const Buffer& b) : at_(at), b_(b) {}
+    bool ok = true;
+
+   protected:
+    void visit_(const ForNode& n, const Stmt& self) override {
+      if (&n == at_) {
+        passed_ = true;
+        return;
+      }
+      StmtVisitor::visit_(n, self);
+    }
+    void visit_(const StoreNode& n, const Stmt& self) override {
+      if (n.buffer == b_) {
+        bool constant = n.value.as<IntImmNode>() || n.value.as<FloatImmNode>();
+        ok = ok && constant && !passed_;
+      }
+      StmtVisitor::visit_(n, self);
+    }
+    using StmtVisitor::visit_;
+
+   private:
+    const ForNode* at_;
+    const Buffer& b_;
+    bool passed_ = false;
+  };
+  Walk w(at, b);
+  w.visit(root);
+  return w.ok;
+}
+
+int count_stores(const Stmt& s, const Buffer& b) {
+  BuffersStored w;
+  w.visit(s);
+  return static_cast<int>(std::count(w.buffers.begin(), w.buffers.end(), b));
+}
+
 }  // namespace
 
 ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref) {
@@ -183,6 +273,95 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref
                          offset);
     Stmt result = insert.visit(without);
     if (!insert.done) return fail("loop " + ref.name + " is inside stage " + stage);
+    Program out = p;
+    out.body = simplify(result);
+    return RewriteResult<Program>::success(std::move(out));
+  });
+}
+
+// The consumer moves into the producer's loop: each iteration finishes a block of the producer and
+// then computes the consumer over just that block, while it is still in cache (TVM's
+// reverse_compute_at; an epilogue such as bias + relu at a convolution's output tile). Every
+// element of the producer is written in some iteration of the loop (a stage covers its domain and
+// every store but the init constants is in the loop); its value is final once the last iteration
+// writing it has run, and that iteration recomputes the consumer over it last. So blocks that
+// overlap, or a reduction loop around the loop, cost time but not correctness.
+ProgramStrategy reverse_compute_at(const std::string& stage, const std::string& loop_ref) {
+  std::string text = fmt::format("reverse_compute_at({}, {})", stage, loop_ref);
+  return ProgramStrategy(text, [=](const Program& p) {
+    auto fail = [&](const std::string& why) {
+      return RewriteResult<Program>::not_applicable(text, why);
+    };
+    Resolved ref = resolve_loop(p, loop_ref);
+    if (!ref.ok()) return fail(ref.error);
+    Buffer consumer = find_buffer(p, stage);
+    if (!consumer) return fail("no buffer named " + stage);
+    auto nest_or = find_stage_nest(p, consumer);
+    if (auto* why = std::get_if<std::string>(&nest_or)) return fail(*why);
+    const StageNest& nest = std::get<StageNest>(nest_or);
+    const ForNode* at = find_loop(p, ref.name);
+    if (!at) return fail("no loop named " + ref.name);
+    for (const ForNode* l : nest.loops) {
+      if (l == at) return fail("loop " + ref.name + " belongs to stage " + stage);
+    }
+    if (count_stores(at->body, consumer) > 0)
+      return fail(fmt::format("stage {} is inside {} already", stage, ref.name));
+    LoadCounter consumer_reads(consumer);
+    consumer_reads.visit(at->body);
+    if (consumer_reads.loads > 0) return fail(fmt::format("{} reads {}", ref.name, stage));
+
+    // The producer: the one buffer the stage reads that the loop writes, all of it in the loop.
+    BuffersLoaded reads;
+    reads.visit(nest.stmt);
+    Buffer producer;
+    for (const Buffer& r : reads.buffers) {
+      if (r == consumer || r == producer) continue;
+      int inside = count_stores(at->body, r), all = count_stores(p.body, r);
+      if (inside == 0 && all == 0) continue;  // an input: the same wherever it is read
+      if (inside == 0)
+        return fail(fmt::format("stage {} reads {}, which is written outside {}", stage, r->name,
+                                ref.name));
+      if (producer)
+        return fail(fmt::format("{} writes both {} and {}, which {} reads", ref.name,
+                                producer->name, r->name, stage));
+      if (inside != all && !only_constants_before(p.body, at, r))
+        return fail(
+            fmt::format("{} is also written outside {}, after it or not by an init "
+                        "constant, so its values are not final there",
+                        r->name, ref.name));
+      producer = r;
+    }
+    if (!producer) return fail(fmt::format("{} writes nothing that {} reads", ref.name, stage));
+    if (producer->shape != consumer->shape ||
+        !reads_elementwise(nest.store->value, producer, nest.loops))
+      return fail(fmt::format("{} does not read {} element by element", stage, producer->name));
+
+    auto box_or = access_box(*at, producer, false, true);
+    if (auto* why = std::get_if<std::string>(&box_or)) return fail(*why);
+    const AccessBox& box = std::get<AccessBox>(box_or);
+
+    // The consumer's nest over the block, guarded to its old region. Its loops count from 0 and
+    // the block's start goes into the indices, which keeps them affine in the loops around (so a
+    // parallel loop there can still prove its iterations write disjoint elements).
+    Expr guard;
+    std::vector<Var> offsets;
+    std::vector<std::pair<const VarNode*, Expr>> shift;
+    for (size_t d = 0; d < nest.loops.size(); ++d) {
+      const ForNode* l = nest.loops[d];
+      offsets.emplace_back(l->var.name());
+      shift.emplace_back(l->var.get(), box.base[d] + make_int(box.lo[d]) + offsets.back());
+      Expr c = Expr(l->var) >= l->min && Expr(l->var) < l->min + make_int(l->extent);
+      guard = guard.defined() ? (guard && c) : c;
+    }
+    Stmt body = substitute(
+        make_if(guard, make_store(consumer, nest.store->indices, nest.store->value)), shift);
+    for (size_t d = nest.loops.size(); d-- > 0;) {
+      const ForNode* l = nest.loops[d];
+      body = make_for(offsets[d], make_int(0), box.extent[d], l->for_kind, body);
+    }
+    AppendToLoop append(ref.name, body);
+    Stmt result = append.visit(remove_statement(p.body, nest.stmt));
+    if (!append.done) return fail("loop " + ref.name + " is inside stage " + stage);
     Program out = p;
     out.body = simplify(result);
     return RewriteResult<Program>::success(std::move(out));

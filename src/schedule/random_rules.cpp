@@ -58,6 +58,8 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
       std::string b = pick(inputs);
       return pack(b, static_cast<int64_t>(rng() % 3), factor());
     }
+    case 11:
+      return reverse_compute_at(pick(buffers), pick(loops));
     default:
       return split(pick(loops), factor());
   }

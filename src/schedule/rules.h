@@ -31,6 +31,10 @@ ProgramStrategy parallel(const std::string& loop);
 /// Moves the nest computing intermediate `stage` into `loop`, computing per iteration only the
 /// box of the stage that the loop's body reads.
 ProgramStrategy compute_at(const std::string& stage, const std::string& loop);
+/// The converse, for an epilogue: moves the nest of `stage`, which reads one buffer that `loop`
+/// writes element by element, to the end of the loop's body, computing per iteration only the
+/// block that iteration wrote (that buffer must be written nowhere else).
+ProgramStrategy reverse_compute_at(const std::string& stage, const std::string& loop);
 /// Replaces reads of intermediate `stage` by its defining expression and drops the stage.
 ProgramStrategy compute_inline(const std::string& stage);
 /// Accumulates the block of `stage` that one iteration of `loop` writes in a local buffer
@@ -42,6 +46,11 @@ ProgramStrategy cache_write(const std::string& stage, const std::string& loop,
                             const std::vector<int64_t>& layout = {});
 /// Copies the block of `buffer` that one iteration of `loop` reads into `<buffer>.local` first.
 ProgramStrategy cache_read(const std::string& buffer, const std::string& loop);
+/// Materializes the elements of `buffer` that the program reads into `<buffer>.gathered`, indexed
+/// by the named loops (outermost first), in a nest `<buffer>.gather.<d>` before the loop nest that
+/// reads it; the read then loads the copy at the loops' variables. The read's indices may use only
+/// those loops. With a convolution's (n, rc, ry, rx, y, x) the copy is im2col's matrix.
+ProgramStrategy gather(const std::string& buffer, const std::vector<std::string>& loops);
 /// Array packing: input `buffer` is copied into `<buffer>.packed` with dimension `dim` split by
 /// `factor`, its outer part moved first and its inner part last (B[K][N] with dim 1 ->
 /// B.packed[N/f][K][f]; W[O][C][KH][KW] with dim 0 -> W.packed[O/f][C][KH][KW][f]); reads of

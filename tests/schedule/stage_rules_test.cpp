@@ -122,6 +122,91 @@ TEST(StageRules, CacheWriteLayoutPutsTheVectorDimensionInnermost) {
   }
 }
 
+// An epilogue computed per output block: the relu nest follows each block's write-back, over
+// that block only; it is refused where the block's values are not final yet.
+TEST(StageRules, ReverseComputeAtRunsTheEpilogueOverEachFinishedBlock) {
+  const char* w = "conv2d_bias_relu:N=1,C=3,H=6,W=7,O=6,K=3,S=1,P=1";
+  std::string strategy =
+      "split(conv.o, 4) ; split(conv.x, 3) ; reorder(conv.n, conv.o.outer, conv.y, conv.x.outer, "
+      "rc, ry, rx, conv.x.inner, conv.o.inner) ; cache_write(conv, conv.x.outer) ; "
+      "compute_inline(bias_add) ; reverse_compute_at(relu, conv.x.outer)";
+  OpInstance op = instantiate(parse_workload(w));
+  std::string text = print_program(apply_ok(op, strategy));
+  // The relu nest sits after the write-back inside conv.x.outer, over the 4 x 1 x 3 block.
+  size_t at = text.find("for conv.x.outer in");
+  size_t write_back = text.find("conv.local[", text.find("conv[", at));
+  size_t epilogue = text.find("relu[", at);
+  ASSERT_NE(epilogue, std::string::npos) << text;
+  EXPECT_LT(write_back, epilogue) << text;
+  EXPECT_NE(text.find("relu[conv.n + i, conv.o.outer*4 + j, conv.y + k, conv.x.outer*3 + l]"),
+            std::string::npos)
+      << text;
+  expect_correct_everywhere(w, strategy);
+  expect_correct_everywhere(w, strategy + " ; parallel(conv.o.outer)");
+  expect_correct_everywhere("conv2d_bias_relu:N=1,C=2,H=5,W=5,O=3,K=3,S=2,P=1",
+                            "split(conv.o, 2) ; cache_write(conv, conv.o.outer) ; "
+                            "reverse_compute_at(bias_add, conv.o.outer) ; "
+                            "reverse_compute_at(relu, conv.o.outer)");
+
+  // Without a write cache, and with part of the reduction outside the loop, each block is
+  // recomputed after every partial update: wasteful, but the last computation sees final values.
+  expect_correct_everywhere(w, "split(conv.o, 4) ; reverse_compute_at(bias_add, conv.o.outer)");
+  expect_correct_everywhere(w,
+                            "split(rc, 2) ; reorder(conv.n, rc.outer, conv.o, conv.y, conv.x, "
+                            "rc.inner) ; reverse_compute_at(bias_add, conv.y)");
+
+  const std::pair<std::string, std::string> refusals[] = {
+      // The write-back of the block happens outside rc: nothing final inside it.
+      {"cache_write(conv, conv.x) ; reverse_compute_at(bias_add, rc)",
+       "stage bias_add reads conv, which is written outside rc"},
+      {"split(conv.o, 2) ; cache_write(conv, conv.o.outer) ; reverse_compute_at(relu, "
+       "conv.o.outer)",
+       "stage relu reads bias_add, which is written outside conv.o.outer"},
+      {"reverse_compute_at(relu, ry)", "stage relu reads bias_add, which is written outside ry"},
+  };
+  for (const auto& [bad, message] : refusals) {
+    RewriteResult<Program> r = parse_strategy(bad)(op.program);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
+  }
+}
+
+// gather with a convolution's loops is im2col: the padded input copied into a [C*K*K] x [OH*OW]
+// matrix, after which the fused loops read it as one.
+TEST(StageRules, GatherMaterializesTheReadAsIm2col) {
+  const char* w = "conv2d:N=1,C=2,H=6,W=7,O=3,K=3,S=2,P=1";
+  std::string strategy = "gather(pad, conv.n, rc, ry, rx, y, x)";
+  OpInstance op = instantiate(parse_workload(w));
+  std::string text = print_program(apply_ok(op, strategy));
+  EXPECT_NE(text.find("alloc pad.gathered: float32[1, 2, 3, 3, 3, 4]"), std::string::npos) << text;
+  EXPECT_NE(text.find("pad.gathered[conv.n, rc, ry, rx, y, x]"), std::string::npos) << text;
+  EXPECT_NE(text.find("= pad[pad.gather.0, pad.gather.1, pad.gather.4*2 + pad.gather.2, "
+                      "pad.gather.5*2 + pad.gather.3]"),
+            std::string::npos)
+      << text;
+  expect_correct_everywhere(w, strategy);
+  expect_correct_everywhere(w, strategy +
+                                   " ; fuse(y, x) ; fuse(rc, ry) ; fuse(rc.ry.fused, rx) ; "
+                                   "split(y.x.fused, 4) ; reorder(conv.n, o, y.x.fused.outer, "
+                                   "rc.ry.fused.rx.fused, y.x.fused.inner) ; "
+                                   "vectorize(y.x.fused.inner) ; parallel(pad.gather.1)");
+  expect_correct_everywhere("conv2d:N=1,C=3,H=5,W=6,O=2,K=1,S=2,P=0",
+                            "gather(data, n, rc, ry, rx, y, x) ; parallel(o)");
+
+  const std::pair<std::string, std::string> refusals[] = {
+      {"gather(pad, conv.n, rc, ry, rx, y)",
+       "the read of pad depends on loop x, which is not gathered"},
+      {"gather(pad, c)", "loop c is not around the read of pad"},
+      {"gather(pad, rc, rc)", "loop rc is named twice"},
+      {"gather(nothing, rc)", "no buffer named nothing"},
+  };
+  for (const auto& [bad, message] : refusals) {
+    RewriteResult<Program> r = parse_strategy(bad)(op.program);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
+  }
+}
+
 TEST(StageRules, CacheReadCopiesTheBlockThatIsRead) {
   OpInstance op = instantiate(parse_workload("matmul:M=16,N=16,K=8"));
   std::string text = print_program(apply_ok(op, "split(i, 4) ; cache_read(A, i.outer)"));

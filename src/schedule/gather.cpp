@@ -1,0 +1,211 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "schedule/location.h"
+#include "schedule/rules.h"
+#include "schedule/stage_tools.h"
+#include "te/expr_functor.h"
+#include "tir/simplify.h"
+#include "tir/stmt_functor.h"
+#include "tir/structural_equal.h"
+
+namespace tessera {
+
+namespace {
+
+// Every load of a buffer with the loops around it, outermost first.
+class LoadSites : public StmtVisitor {
+ public:
+  explicit LoadSites(const Buffer& b) : buffer_(b) {}
+  struct Site {
+    const LoadNode* load;
+    std::vector<const ForNode*> loops;
+  };
+  std::vector<Site> sites;
+  int stores = 0;
+
+ protected:
+  void visit_(const ForNode& n, const Stmt& self) override {
+    stack_.push_back(&n);
+    StmtVisitor::visit_(n, self);
+    stack_.pop_back();
+  }
+  void visit_(const StoreNode& n, const Stmt& self) override {
+    stores += n.buffer == buffer_;
+    StmtVisitor::visit_(n, self);
+  }
+  void visit_expr(const Expr& e) override {
+    class Loads : public ExprVisitor {
+     public:
+      Loads(LoadSites& owner) : owner_(owner) {}
+
+     protected:
+      using ExprVisitor::visit_;
+      void visit_(const LoadNode& l, const Expr& self) override {
+        if (l.buffer == owner_.buffer_) owner_.sites.push_back({&l, owner_.stack_});
+        ExprVisitor::visit_(l, self);
+      }
+
+     private:
+      LoadSites& owner_;
+    };
+    Loads l(*this);
+    l.visit(e);
+  }
+  using StmtVisitor::visit_;
+
+ private:
+  const Buffer& buffer_;
+  std::vector<const ForNode*> stack_;
+};
+
+// Reads of `from` become reads of `to` at `indices`; the loop nest `at` gets `prelude` before it,
+// both inside the allocation of `to`.
+class Redirect : public StmtMutator {
+ public:
+  Redirect(const Buffer& from, const Buffer& to, std::vector<Expr> indices, const ForNode* at,
+           Stmt prelude)
+      : from_(from), to_(to), indices_(std::move(indices)), at_(at), prelude_(std::move(prelude)) {}
+
+ protected:
+  Stmt visit_(const ForNode& n, const Stmt& self) override {
+    Stmt s = StmtMutator::visit_(n, self);
+    if (&n != at_) return s;
+    return make_allocate(to_, make_seq({prelude_, s}));
+  }
+  Expr mutate_expr(const Expr& e) override {
+    class Loads : public ExprMutator {
+     public:
+      explicit Loads(const Redirect& r) : r_(r) {}
+
+     protected:
+      using ExprMutator::visit_;
+      Expr visit_(const LoadNode& n, const Expr& self) override {
+        if (n.buffer == r_.from_) return make_load(r_.to_, r_.indices_);
+        return ExprMutator::visit_(n, self);
+      }
+
+     private:
+      const Redirect& r_;
+    };
+    Loads l(*this);
+    return l.visit(e);
+  }
+  using StmtMutator::visit_;
+
+ private:
+  const Buffer& from_;
+  const Buffer& to_;
+  std::vector<Expr> indices_;
+  const ForNode* at_;
+  Stmt prelude_;
+};
+
+// The loop nest statement whose root is `target`.
+Stmt find_nest(const Stmt& root, const ForNode* target) {
+  class Find : public StmtVisitor {
+   public:
+    explicit Find(const ForNode* target) : target_(target) {}
+    Stmt found;
+
+   protected:
+    void visit_(const ForNode& n, const Stmt& self) override {
+      if (&n == target_) found = self;
+      if (!found.defined()) StmtVisitor::visit_(n, self);
+    }
+    using StmtVisitor::visit_;
+
+   private:
+    const ForNode* target_;
+  };
+  Find f(target);
+  f.visit(root);
+  return f.found;
+}
+
+}  // namespace
+
+// The read of `buffer` becomes a read of a new array indexed by the named loops, filled by a nest
+// of its own before the loop nest that reads it. With a convolution's (rc, ry, rx, y, x) that
+// array is im2col's matrix: fusing rc, ry, rx and y, x then leaves a plain matrix product.
+ProgramStrategy gather(const std::string& buffer_name, const std::vector<std::string>& loop_refs) {
+  std::string text = fmt::format("gather({}, {})", buffer_name, fmt::join(loop_refs, ", "));
+  return ProgramStrategy(text, [=](const Program& p) {
+    auto fail = [&](const std::string& why) {
+      return RewriteResult<Program>::not_applicable(text, why);
+    };
+    Buffer buffer = find_buffer(p, buffer_name);
+    if (!buffer) return fail("no buffer named " + buffer_name);
+    std::vector<const ForNode*> loops;
+    for (const std::string& ref : loop_refs) {
+      Resolved r = resolve_loop(p, ref);
+      if (!r.ok()) return fail(r.error);
+      const ForNode* l = find_loop(p, r.name);
+      if (!l) return fail("no loop named " + r.name);
+      if (std::find(loops.begin(), loops.end(), l) != loops.end())
+        return fail("loop " + r.name + " is named twice");
+      loops.push_back(l);
+    }
+
+    LoadSites sites(buffer);
+    sites.visit(p.body);
+    if (sites.sites.empty()) return fail("nothing reads " + buffer_name);
+    const LoadSites::Site& first = sites.sites.front();
+    for (const LoadSites::Site& s : sites.sites) {
+      if (s.loops.empty() || s.loops.front() != first.loops.front())
+        return fail(buffer_name + " is read by more than one loop nest");
+      bool same = s.load->indices.size() == first.load->indices.size();
+      for (size_t d = 0; same && d < s.load->indices.size(); ++d)
+        same = structural_equal(s.load->indices[d], first.load->indices[d]);
+      if (!same) return fail(buffer_name + " is read at different indices");
+    }
+    for (size_t d = 0; d < loops.size(); ++d) {
+      if (std::find(first.loops.begin(), first.loops.end(), loops[d]) == first.loops.end())
+        return fail(
+            fmt::format("loop {} is not around the read of {}", loops[d]->var.name(), buffer_name));
+      if (!as_const_int(loops[d]->min))
+        return fail(fmt::format("loop {} has a variable start", loops[d]->var.name()));
+    }
+    // The indices may use the named loops only, which are all around it.
+    for (const ForNode* l : first.loops) {
+      bool named = std::find(loops.begin(), loops.end(), l) != loops.end();
+      if (named) continue;
+      for (const Expr& index : first.load->indices) {
+        if (uses_var(index, l->var.get()))
+          return fail(fmt::format("the read of {} depends on loop {}, which is not gathered",
+                                  buffer_name, l->var.name()));
+      }
+    }
+    // The nest holding the reads must not write the buffer: the copy is taken before it.
+    Stmt nest = find_nest(p.body, first.loops.front());
+    LoadSites inside(buffer);
+    inside.visit(nest);
+    if (inside.stores > 0)
+      return fail(fmt::format("the nest reading {} also writes it", buffer_name));
+
+    std::vector<int64_t> shape;
+    std::vector<Var> vars;
+    std::vector<std::pair<const VarNode*, Expr>> map;
+    std::vector<Expr> new_indices;
+    for (size_t d = 0; d < loops.size(); ++d) {
+      shape.push_back(loops[d]->extent);
+      vars.emplace_back(fmt::format("{}.gather.{}", buffer_name, d));
+      map.emplace_back(loops[d]->var.get(), Expr(vars[d]) + loops[d]->min);
+      new_indices.push_back(Expr(loops[d]->var) - loops[d]->min);
+    }
+    Buffer gathered = make_buffer(buffer_name + ".gathered", buffer->dtype, shape);
+    std::vector<Expr> source;
+    for (const Expr& index : first.load->indices) source.push_back(substitute(index, map));
+    Stmt fill = make_store(gathered, std::vector<Expr>(vars.begin(), vars.end()),
+                           make_load(buffer, source));
+    for (size_t d = loops.size(); d-- > 0;)
+      fill = make_for(vars[d], make_int(0), shape[d], ForKind::kSerial, fill);
+    Redirect redirect(buffer, gathered, new_indices, first.loops.front(), fill);
+    Program out = p;
+    out.body = simplify(redirect.visit(p.body));
+    return RewriteResult<Program>::success(std::move(out));
+  });
+}
+
+}  // namespace tessera
