@@ -36,18 +36,20 @@ Tensor pad_nchw_with(const Tensor& data, int64_t pad, Expr value, const std::str
 
 Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
                    const std::string& name, int64_t dilation, int64_t groups) {
-  if (data.ndim() != 4 || weight.ndim() != 4)
-    throw_error("conv2d needs 4-D NCHW data and OIHW weights");
+  bool blocked = weight.ndim() == 5;
+  if (data.ndim() != 4 || (weight.ndim() != 4 && !blocked))
+    throw_error("conv2d needs 4-D NCHW data and OIHW weights (or [O/b][C][K][K][b] blocks)");
   if (stride <= 0) throw_error("conv2d stride must be positive, got {}", stride);
   if (pad < 0) throw_error("conv2d padding must not be negative, got {}", pad);
   if (dilation <= 0) throw_error("conv2d dilation must be positive, got {}", dilation);
   const auto& ds = data->shape;
   const auto& ws = weight->shape;
-  if (groups <= 0 || ds[1] % groups != 0 || ws[0] % groups != 0) {
+  int64_t block = blocked ? ws[4] : 1, out_channels = ws[0] * block;
+  if (groups <= 0 || ds[1] % groups != 0 || out_channels % groups != 0) {
     throw_error("conv2d: {} groups do not divide {} input and {} output channels", groups, ds[1],
-                ws[0]);
+                out_channels);
   }
-  int64_t group_in = ds[1] / groups, group_out = ws[0] / groups;
+  int64_t group_in = ds[1] / groups, group_out = out_channels / groups;
   if (ws[1] != group_in) {
     throw_error("conv2d: data has {} channels per group but weights expect {}", group_in, ws[1]);
   }
@@ -61,16 +63,18 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int
   int64_t oh = (ph - span_h) / stride + 1, ow = (pw - span_w) / stride + 1;
   Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
   IterVar rc = reduce_axis(group_in, "rc"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx");
-  int s = static_cast<int>(stride), d = static_cast<int>(dilation);
-  return compute(
-      {ds[0], ws[0], oh, ow},
-      [&](Var n, Var o, Var y, Var x) {
-        Expr channel = groups == 1 ? Expr(rc.var) : (o / int(group_out)) * int(group_in) + rc.var;
-        Expr iy = d == 1 ? y * s + ry.var : y * s + ry.var * d;
-        Expr ix = d == 1 ? x * s + rx.var : x * s + rx.var * d;
-        return sum(in(n, channel, iy, ix) * weight(o, rc.var, ry.var, rx.var), {rc, ry, rx});
-      },
-      name, {"n", "o", "y", "x"});
+  int s = static_cast<int>(stride), d = static_cast<int>(dilation), b = static_cast<int>(block);
+  return compute({ds[0], out_channels, oh, ow},
+                 [&](Var n, Var o, Var y, Var x) {
+                   Expr channel =
+                       groups == 1 ? Expr(rc.var) : (o / int(group_out)) * int(group_in) + rc.var;
+                   Expr iy = d == 1 ? y * s + ry.var : y * s + ry.var * d;
+                   Expr ix = d == 1 ? x * s + rx.var : x * s + rx.var * d;
+                   Expr w = blocked ? weight(o / b, rc.var, ry.var, rx.var, o % b)
+                                    : weight(o, rc.var, ry.var, rx.var);
+                   return sum(in(n, channel, iy, ix) * w, {rc, ry, rx});
+                 },
+                 name, {"n", "o", "y", "x"});
 }
 
 Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
@@ -122,12 +126,17 @@ Tensor pool2d_nchw(const Tensor& data, PoolKind kind, int64_t k, int64_t stride,
 }
 
 Tensor dense(const Tensor& x, const Tensor& weight, const std::string& name) {
-  if (x.ndim() != 2 || weight.ndim() != 2 || x->shape[1] != weight->shape[1])
-    throw_error("dense needs x[batch, in] and weights [out, in]");
+  bool blocked = weight.ndim() == 3;
+  if (x.ndim() != 2 || (weight.ndim() != 2 && !blocked) || x->shape[1] != weight->shape[1])
+    throw_error("dense needs x[batch, in] and weights [out, in] (or [out/b, in, b] blocks)");
   IterVar k = reduce_axis(x->shape[1], "k");
-  return compute({x->shape[0], weight->shape[0]},
-                 [&](Var i, Var j) { return sum(x(i, k.var) * weight(j, k.var), {k}); }, name,
-                 {"i", "j"});
+  int b = blocked ? static_cast<int>(weight->shape[2]) : 1;
+  return compute({x->shape[0], weight->shape[0] * b},
+                 [&](Var i, Var j) {
+                   Expr w = blocked ? weight(j / b, k.var, j % b) : weight(j, k.var);
+                   return sum(x(i, k.var) * w, {k});
+                 },
+                 name, {"i", "j"});
 }
 
 Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name) {

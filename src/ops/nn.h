@@ -15,7 +15,9 @@ Tensor pad_nchw(const Tensor& data, int64_t pad, const std::string& name = "pad"
 Tensor pad_nchw_with(const Tensor& data, int64_t pad, Expr value, const std::string& name = "pad");
 /// conv[n, o, y, x] = sum_{rc, ry, rx} in[n, g*C/G + rc, y*S + ry*D, x*S + rx*D] *
 /// w[o, rc, ry, rx] with g = o / (O/G): stride S, dilation D, G groups (weights [O][C/G][K][K]),
-/// the input zero-padded by P (a separate `pad` stage when P > 0).
+/// the input zero-padded by P (a separate `pad` stage when P > 0). 5-D weights are the same
+/// weights pre-packed into blocks of b output channels, [O/b][C/G][K][K][b], read at
+/// [o / b][rc][ry][rx][o % b].
 Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
                    const std::string& name = "conv", int64_t dilation = 1, int64_t groups = 1);
 /// out[n, c, y, x] = sum_{ry, rx} in[n, c, y*S + ry, x*S + rx] * w[c, ry, rx]: one KxK filter
@@ -28,7 +30,8 @@ enum class PoolKind { kMax, kAvg };
 Tensor pool2d_nchw(const Tensor& data, PoolKind kind, int64_t k, int64_t stride, int64_t pad,
                    const std::string& name = "pool");
 /// dense[i, j] = sum_k x[i, k] * w[j, k]: a batch of rows times weights stored [out][in], as
-/// inference frameworks keep them.
+/// inference frameworks keep them; 3-D weights [O/b][I][b] are the same pre-packed into blocks of
+/// b outputs.
 Tensor dense(const Tensor& x, const Tensor& weight, const std::string& name = "dense");
 /// C[b, i, j] = sum_k A[b, i, k] * B[b, k, j]
 Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name = "C");

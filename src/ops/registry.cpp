@@ -44,6 +44,16 @@ OpInstance build_matmul(const Workload& w) {
 
 struct ConvShape {
   int64_t n, c, h, w, o, k, s, p, oh, ow, d = 1, g = 1;
+  int64_t wb = 0;  // weights pre-packed in blocks of wb output channels (0: plain OIHW)
+
+  std::vector<int64_t> weight_shape() const {
+    if (wb == 0) return {o, c / g, k, k};
+    return {o / wb, c / g, k, k, wb};
+  }
+  int64_t weight_index(int64_t oc, int64_t ic, int64_t ky, int64_t kx) const {
+    if (wb == 0) return ((oc * (c / g) + ic) * k + ky) * k + kx;
+    return (((oc / wb * (c / g) + ic) * k + ky) * k + kx) * wb + oc % wb;
+  }
 };
 
 ConvShape conv_shape(const Workload& w) {
@@ -63,6 +73,9 @@ ConvShape conv_shape(const Workload& w) {
   if (s.d <= 0) throw_error("{}: D must be positive, got {}", w.op, s.d);
   if (s.g <= 0 || s.c % s.g != 0 || s.o % s.g != 0)
     throw_error("{}: G={} must divide C={} and O={}", w.op, s.g, s.c, s.o);
+  s.wb = w.get_or("WB", 0);
+  if (s.wb < 0 || (s.wb > 0 && s.o % s.wb != 0))
+    throw_error("{}: WB={} (pre-packed weight block) must divide O={}", w.op, s.wb, s.o);
   int64_t span = (s.k - 1) * s.d + 1;
   if (span > s.h + 2 * s.p || span > s.w + 2 * s.p) {
     throw_error("{}: kernel {} is larger than the padded input {}x{}", w.op, span, s.h + 2 * s.p,
@@ -88,7 +101,7 @@ void reference_conv(const ConvShape& s, const std::vector<double>& data,
                 int64_t iy = y * s.s + ky * s.d - s.p, ix = x * s.s + kx * s.d - s.p;
                 if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
                 acc += data[((n * s.c + o / og * cg + c) * s.h + iy) * s.w + ix] *
-                       weight[((o * cg + c) * s.k + ky) * s.k + kx];
+                       weight[s.weight_index(o, c, ky, kx)];
               }
           out[((n * s.o + o) * s.oh + y) * s.ow + x] = acc;
         }
@@ -97,7 +110,7 @@ void reference_conv(const ConvShape& s, const std::vector<double>& data,
 OpInstance build_conv2d(const Workload& w) {
   ConvShape s = conv_shape(w);
   Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
-  Tensor weight = placeholder({s.o, s.c / s.g, s.k, s.k}, DType::kFloat32, "weight");
+  Tensor weight = placeholder(s.weight_shape(), DType::kFloat32, "weight");
   Tensor out = conv2d_nchw(data, weight, s.s, s.p, "conv", s.d, s.g);
   double flops = 2.0 * s.n * s.o * s.oh * s.ow * (s.c / s.g) * s.k * s.k;
   OpInstance op{{data, weight, out},
@@ -112,7 +125,7 @@ OpInstance build_conv2d(const Workload& w) {
 OpInstance build_conv2d_bias_relu(const Workload& w) {
   ConvShape s = conv_shape(w);
   Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
-  Tensor weight = placeholder({s.o, s.c / s.g, s.k, s.k}, DType::kFloat32, "weight");
+  Tensor weight = placeholder(s.weight_shape(), DType::kFloat32, "weight");
   Tensor bias = placeholder({s.o}, DType::kFloat32, "bias");
   Tensor out =
       relu(bias_add_nchw(conv2d_nchw(data, weight, s.s, s.p, "conv", s.d, s.g), bias, "bias_add"),
@@ -221,15 +234,23 @@ OpInstance build_pool2d(const Workload& w, PoolKind kind) {
 
 OpInstance build_dense(const Workload& w) {
   int64_t b = positive(w, "B"), in = positive(w, "I"), out = positive(w, "O");
+  int64_t wb = w.get_or("WB", 0);
+  if (wb < 0 || (wb > 0 && out % wb != 0))
+    throw_error("dense: WB={} (pre-packed weight block) must divide O={}", wb, out);
   Tensor x = placeholder({b, in}, DType::kFloat32, "X");
-  Tensor weight = placeholder({out, in}, DType::kFloat32, "W");
+  Tensor weight =
+      placeholder(wb == 0 ? std::vector<int64_t>{out, in} : std::vector<int64_t>{out / wb, in, wb},
+                  DType::kFloat32, "W");
   Tensor y = dense(x, weight, "dense");
   OpInstance op{{x, weight, y}, lower("dense", {x, weight, y}), 2.0 * b * in * out, in, nullptr};
   op.reference = [=](Arrays& a) {
     for (int64_t i = 0; i < b; ++i)
       for (int64_t j = 0; j < out; ++j) {
         double acc = 0;
-        for (int64_t k = 0; k < in; ++k) acc += a[0][i * in + k] * a[1][j * in + k];
+        for (int64_t k = 0; k < in; ++k) {
+          int64_t wi = wb == 0 ? j * in + k : (j / wb * in + k) * wb + j % wb;
+          acc += a[0][i * in + k] * a[1][wi];
+        }
         a[2][i * out + j] = acc;
       }
   };
@@ -324,13 +345,13 @@ const std::vector<OpDef>& op_registry() {
       {"matmul", {"M", "N", "K"}, {}, "C[M,N] = A[M,K] x B[K,N], float32", build_matmul},
       {"conv2d",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
-       {{"D", 1}, {"G", 1}},
+       {{"D", 1}, {"G", 1}, {"WB", 0}},
        "NCHW convolution, O filters of KxK, stride S, zero padding P, dilation D, G groups, "
-       "float32",
+       "float32; WB>0: weights pre-packed as [O/WB][C/G][K][K][WB]",
        build_conv2d},
       {"conv2d_bias_relu",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
-       {{"D", 1}, {"G", 1}},
+       {{"D", 1}, {"G", 1}, {"WB", 0}},
        "conv2d, then + bias[O], then relu: one multi-stage program",
        build_conv2d_bias_relu},
       {"depthwise_conv2d",
@@ -350,8 +371,9 @@ const std::vector<OpDef>& op_registry() {
        [](const Workload& w) { return build_pool2d(w, PoolKind::kAvg); }},
       {"dense",
        {"B", "I", "O"},
-       {},
-       "Y[B,O] = X[B,I] x W[O,I]^T, weights stored [out][in] as in inference, float32",
+       {{"WB", 0}},
+       "Y[B,O] = X[B,I] x W[O,I]^T, weights stored [out][in] as in inference, float32; WB>0: "
+       "weights pre-packed as [O/WB][I][WB]",
        build_dense},
       {"batch_matmul",
        {"B", "M", "N", "K"},

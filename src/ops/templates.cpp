@@ -30,6 +30,9 @@ struct GemmNames {
   std::vector<ProgramStrategy> prelude;  // steps that make the nest a matmul
   bool write_cache = true;               // whether the output block's indices separate
   bool parallel_i = false;  // j is a fused loop, whose iterations' writes cannot be proved disjoint
+  int64_t lanes = 0;        // the only vector width along j (weights pre-packed in such blocks)
+  std::vector<std::string> parallel_prelude;  // prelude loops that run on threads with the rest
+  bool parallel_batch = false;  // threads take whole batches (an image's batch loop has extent 1)
 };
 
 // The L2 block of the reduction: none, or a slice depth that divides k.
@@ -45,10 +48,12 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
   std::vector<std::string> pack_options{"none", "pack_b"};
   if (g.packed.empty()) pack_options = {"none"};
   if (g.pack_required) pack_options = {"pack_b"};
+  std::vector<std::vector<int64_t>> j_tiles{{1, 8},  {1, 16}, {2, 16}, {3, 16},
+                                            {4, 16}, {8, 16}, {2, 8},  {4, 8}};
+  if (g.lanes > 0) j_tiles = {{1, g.lanes}, {2, g.lanes}, {3, g.lanes}, {4, g.lanes}, {8, g.lanes}};
   std::vector<Knob> knobs{
       split_knob_from("tile_i", m, {{1}, {2}, {4}, {6}, {8}, {12}, {16}}),
-      split_knob_from("tile_j", n,
-                      {{1, 8}, {1, 16}, {2, 16}, {3, 16}, {4, 16}, {8, 16}, {2, 8}, {4, 8}}),
+      split_knob_from("tile_j", n, j_tiles),
       split_knob("tile_k", k, 2, SplitPolicy::kPowersOfTwo, 32),
       choice_knob("order", {"i_first", "j_first"}),
       choice_knob("pack", pack_options),
@@ -95,10 +100,11 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
     if (packed) steps.push_back(pack(g.packed, g.packed_dim, block_j));
     if (cached) steps.push_back(cache_write(g.output, second));
     if (s.value0(c, "parallel") == 1) {
-      bool batch_parallel = !g.batch.empty() && g.batch != "n";
+      bool batch_parallel = g.parallel_batch;
       steps.push_back(parallel(batch_parallel ? g.batch : g.parallel_i ? g.i + ".outer" : first));
       steps.push_back(parallel((batch_parallel ? g.batch : g.i) + ".init"));
       if (packed) steps.push_back(parallel(g.packed + ".pack.0"));
+      for (const std::string& l : g.parallel_prelude) steps.push_back(parallel(l));
     }
     return seq_all(steps);
   };
@@ -127,16 +133,45 @@ ConfigSpace conv1x1_gemm_space(const Workload& w) {
   return gemm_like_space(w.text(), w.get("O"), w.get("H") * w.get("W"), w.get("C"), g);
 }
 
+// im2col as a strategy: the padded input is gathered into col[n][rc][ry][rx][y][x] (the reduction
+// by the output pixels), the reduction loops and the pixel loops are fused, and what is left is
+// the matrix product weight[O][C*K*K] x col[C*K*K][OH*OW] with the matmul space.
+ConfigSpace conv_im2col_space(const Workload& w, int64_t oh, int64_t ow) {
+  bool padded = w.get("P") > 0;
+  std::string input = padded ? "pad" : "data", n = padded ? "conv.n" : "n";
+  GemmNames g("conv", "", 0, n, false);
+  g.i = "o";
+  g.j = "y.x.fused";
+  g.k = "rc.ry.fused.rx.fused";
+  g.prelude = {gather(input, {n, "rc", "ry", "rx", "y", "x"}), fuse("y", "x"), fuse("rc", "ry"),
+               fuse("rc.ry.fused", "rx")};
+  g.write_cache = false;  // the block's pixel index is (p / OW, p % OW): it does not separate
+  g.parallel_i = true;
+  g.parallel_prelude = {input + ".gather.1"};
+  if (padded) g.parallel_prelude.push_back("c");
+  int64_t kk = w.get("K");
+  return gemm_like_space(w.text(), w.get("O"), oh * ow, w.get("C") * kk * kk, g);
+}
+
 // Weights [O][I] are read along O for the output vector: packing them into [O/bn][I][bn] is
 // what makes the reads contiguous, and it is part of the measured kernel.
+// With WB the workload's weights are already [O/WB][I][WB] (packed once, ahead of time): the vector
+// is one block and the kernel packs nothing.
 ConfigSpace dense_space(const Workload& w) {
-  return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"),
-                         GemmNames("dense", "W", 0, "", true));
+  int64_t wb = w.get_or("WB", 0);
+  if (wb == 0) {
+    return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"),
+                           GemmNames("dense", "W", 0, "", true));
+  }
+  GemmNames g("dense", "", 0, "", false);
+  g.lanes = wb;
+  return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"), g);
 }
 
 ConfigSpace batch_matmul_space(const Workload& w) {
-  return gemm_like_space(w.text(), w.get("M"), w.get("N"), w.get("K"),
-                         GemmNames("C", "B", 2, "b", false));
+  GemmNames g("C", "B", 2, "b", false);
+  g.parallel_batch = true;
+  return gemm_like_space(w.text(), w.get("M"), w.get("N"), w.get("K"), g);
 }
 
 // TVM's x86 conv2d_NCHWc as a strategy on the plain NCHW program: output channels are the vector
@@ -148,8 +183,12 @@ ConfigSpace conv2d_space(const Workload& w) {
           p = w.get("P");
   int64_t ow = (wd + 2 * p - (kk - 1) * w.get_or("D", 1) - 1) / s + 1;
   bool grouped = w.get_or("G", 1) > 1;
+  // Weights pre-packed in blocks of WB output channels fix the vector to one block.
+  int64_t wb = w.get_or("WB", 0);
+  std::vector<std::vector<int64_t>> oc_tiles{{1, 16}, {2, 16}, {3, 16}, {4, 16}, {1, 8}, {1, 4}};
+  if (wb > 0) oc_tiles = {{1, wb}, {2, wb}, {3, wb}, {4, wb}};
   std::vector<Knob> knobs{
-      split_knob_from("tile_oc", o, {{1, 16}, {2, 16}, {3, 16}, {4, 16}, {1, 8}, {1, 4}}),
+      split_knob_from("tile_oc", o, oc_tiles),
       split_knob_from("tile_ow", ow, {{1}, {2}, {4}, {7}, {8}, {14}, {16}, {28}}),
       split_knob("tile_ic", c_in, 2, SplitPolicy::kPowersOfTwo, 64),
       choice_knob("order", {"oc_first", "row_first"}),
@@ -164,9 +203,13 @@ ConfigSpace conv2d_space(const Workload& w) {
   };
   // conv2d_bias_relu shares the axis names with its epilogue stages, so its loops are qualified.
   bool fused = w.op == "conv2d_bias_relu";
+  // Its epilogue runs as a separate pass over the output, or per output block right after the
+  // block's write-back, while the block is in L1.
+  if (fused) knobs.push_back(choice_knob("epilogue", {"separate", "at_block"}));
   std::string q = fused ? "conv." : "";
   std::string n_loop = p > 0 || fused ? "conv.n" : "n";
-  auto instantiate = [n_loop, q, fused](const ConfigSpace& sp, const Config& c) {
+  bool prepacked = wb > 0;
+  auto instantiate = [n_loop, q, fused, prepacked](const ConfigSpace& sp, const Config& c) {
     const auto& toc = sp.value(c, "tile_oc");
     int64_t oc_block = toc[1] * toc[2];
     bool oc_first = sp.value0(c, "order") == 0;
@@ -181,7 +224,7 @@ ConfigSpace conv2d_space(const Workload& w) {
     steps.push_back(unroll(o + ".inner.outer"));
     steps.push_back(unroll(x + ".inner"));
     if (sp.value0(c, "unroll_kw") == 1) steps.push_back(unroll("rx"));
-    steps.push_back(pack("weight", 0, oc_block));
+    if (!prepacked) steps.push_back(pack("weight", 0, oc_block));
     steps.push_back(cache_write("conv", x + ".outer", {0, 2, 3, 1}));
     const std::string& pad_label = sp.knobs()[4].labels[static_cast<size_t>(sp.value0(c, "pad"))];
     if (pad_label == "at_row") steps.push_back(compute_at("pad", y));
@@ -194,22 +237,30 @@ ConfigSpace conv2d_space(const Workload& w) {
         steps.push_back(parallel(first + "." + second + ".fused"));
       }
       steps.push_back(parallel(o + ".init"));
-      steps.push_back(parallel("weight.pack.0"));
+      if (!prepacked) steps.push_back(parallel("weight.pack.0"));
       if (pad_label == "root") steps.push_back(parallel("c"));
     }
     if (fused) {
-      // The epilogue: bias and relu in one pass over each output plane, vectorized by the C
-      // compiler along the fused plane loop.
+      // The epilogue: bias and relu in one pass, vectorized by the C compiler along the fused
+      // plane loop, or over each block the convolution finishes.
       steps.push_back(compute_inline("bias_add"));
-      steps.push_back(fuse("k", "l"));
-      if (parallel_mode != 0) steps.push_back(parallel("j"));
+      if (sp.value0(c, "epilogue") == 1) {
+        steps.push_back(reverse_compute_at("relu", x + ".outer"));
+      } else {
+        steps.push_back(fuse("k", "l"));
+        if (parallel_mode != 0) steps.push_back(parallel("j"));
+      }
     }
     return seq_all(steps);
   };
   ConfigSpace nchwc(w.text(), std::move(knobs), instantiate);
-  bool pointwise = kk == 1 && s == 1 && p == 0 && !grouped && !fused && w.get_or("D", 1) == 1;
-  if (!pointwise) return nchwc;
-  return choice_of_spaces(w.text(), "form", {{"nchwc", nchwc}, {"gemm", conv1x1_gemm_space(w)}});
+  if (grouped || fused) return nchwc;
+  bool pointwise = kk == 1 && s == 1 && p == 0 && w.get_or("D", 1) == 1;
+  if (pointwise)
+    return choice_of_spaces(w.text(), "form", {{"nchwc", nchwc}, {"gemm", conv1x1_gemm_space(w)}});
+  int64_t oh = (w.get("H") + 2 * p - (kk - 1) * w.get_or("D", 1) - 1) / s + 1;
+  return choice_of_spaces(w.text(), "form",
+                          {{"nchwc", nchwc}, {"im2col", conv_im2col_space(w, oh, ow)}});
 }
 
 // Depthwise convolution and pooling: each output reads one KxK window of its own channel, so the
