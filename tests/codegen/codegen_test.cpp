@@ -202,8 +202,9 @@ TEST(CodegenC, VectorizedLoopOutsideTheVectorPathUsesOmpSimd) {
   }
 }
 
-// No vector expf without -ffast-math: the argument is one vector, the calls go lane by lane, and
-// the rest of the body stays vector code. A call that does not vary with the loop stays scalar.
+// No vector sqrtf and friends without -ffast-math: the argument is one vector, the calls go lane by
+// lane, and the rest of the body stays vector code; float exp is computed on the whole vector. A
+// call that does not vary with the loop stays scalar.
 TEST(CodegenC, VectorizedIntrinsicCallsRunLaneByLane) {
   Buffer a = make_buffer("A", kF32, {4, 16});
   Buffer c = make_buffer("C", kF32, {4});
@@ -215,8 +216,8 @@ TEST(CodegenC, VectorizedIntrinsicCallsRunLaneByLane) {
       "intrinsics", {a, c}, {b},
       make_for(i, 0, 4, kSerial, make_for(j, 0, 16, kVectorized, make_store(b, {i, j}, value))));
   std::string code = codegen_c(p);
-  for (const char* piece : {"tsr_f32x16", "= expf(exp_arg[", "= sqrtf(sqrt_arg[", "expf(C[i])",
-                            "= tsr_sigmoid_f32(sigmoid_arg["}) {
+  for (const char* piece : {"tsr_f32x16", "__builtin_convertvector(exp_n", "= sqrtf(sqrt_arg[",
+                            "expf(C[i])", "= tsr_sigmoid_f32(sigmoid_arg["}) {
     EXPECT_NE(code.find(piece), std::string::npos) << piece << " not in\n" << code;
   }
   EXPECT_EQ(code.find("#pragma omp simd"), std::string::npos) << code;
@@ -229,6 +230,38 @@ TEST(CodegenC, VectorizedIntrinsicCallsRunLaneByLane) {
     double e =
         std::exp(v) * 2.0 + std::abs(v) - std::exp(cv.get(n / 16)) + 1.0 / (1.0 + std::exp(-v));
     EXPECT_NEAR(bv.get(n), e, 1e-5 * (1 + std::abs(e))) << n;
+  }
+}
+
+// The vector exp against libm over its whole range: overflow to inf, results down to the
+// denormals and zero, NaN kept.
+TEST(CodegenC, VectorExpMatchesLibmOverItsRange) {
+  const std::vector<float> inputs = {
+      -200.f, -104.5f, -103.9f, -100.f,  -90.f,  -87.5f,  -87.3f,        -50.f, -10.f, -1.f,
+      -1e-6f, 0.f,     1e-6f,   0.25f,   0.5f,   0.6931f, 1.f,           3.f,   10.f,  50.f,
+      80.f,   88.f,    88.72f,  88.722f, 88.73f, 100.f,   std::nanf(""), -0.f,  2.5f,  -2.5f};
+  const int64_t n = static_cast<int64_t>(inputs.size()) + 2;  // 32 lanes: two vectors
+  Buffer a = make_buffer("A", kF32, {n});
+  Buffer b = make_buffer("B", kF32, {n});
+  Var i("i");
+  Program p = make_program(
+      "vexp", {a}, {b}, make_for(i, 0, n, kVectorized, make_store(b, {i}, exp(make_load(a, {i})))));
+  Module mod = compile_strict(codegen_c(p));
+  NDArray av = NDArray::empty(a->shape, kF32), bv = NDArray::empty(b->shape, kF32);
+  for (int64_t k = 0; k < n; ++k) av.set(k, k < int64_t(inputs.size()) ? inputs[k] : 0.125 * k);
+  mod.run({&av, &bv});
+  for (int64_t k = 0; k < n; ++k) {
+    float x = static_cast<float>(av.get(k)), got = static_cast<float>(bv.get(k)),
+          want = std::exp(x);
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(got)) << got;
+    } else if (std::isinf(want)) {
+      EXPECT_TRUE(std::isinf(got) && got > 0) << x << " -> " << got;
+    } else if (want < 1.2e-38f) {  // denormal results carry fewer bits
+      EXPECT_NEAR(got, want, 3e-45f) << x;
+    } else {
+      EXPECT_NEAR(got, want, 4e-7f * want) << x;
+    }
   }
 }
 
