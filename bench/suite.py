@@ -83,6 +83,8 @@ def main():
                 "library": bench.get("baseline", ""),
                 "library_gflops": round(bench.get("baseline_gflops", 0.0), 1),
                 "ratio": round(bench.get("ratio", 0.0), 3),
+                "ratio_range": (f"{bench['ratio_min']:.2f}-{bench['ratio_max']:.2f}"
+                                if "ratio_min" in bench else ""),
                 "blocked_gflops": round(blocked[0]["gflops"], 1) if blocked else "",
                 "flops": bench["flops"],
                 "seconds": round(time.time() - start, 1),
@@ -99,11 +101,12 @@ def main():
         writer.writerows(rows)
     with open(args.out + ".md", "w") as f:
         f.write("| name | workload | threads | trials | tessera GFLOP/s | library | library GFLOP/s "
-                "| ratio | library blocked GFLOP/s | correct |\n")
-        f.write("|---|---|---|---|---|---|---|---|---|---|\n")
+                "| ratio | ratio range | library blocked GFLOP/s | correct |\n")
+        f.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             f.write(f"| {r['name']} | `{r['workload']}` | {r['threads']} | {r['trials']} | "
                     f"{r['gflops']} | {r['library']} | {r['library_gflops']} | {r['ratio']} | "
+                    f"{r['ratio_range']} | "
                     f"{r['blocked_gflops']} | {'yes' if r['correct'] else 'NO'} |\n")
         # Whole-network view: total time is what an end-to-end model pays.
         for threads in args.threads:

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -106,6 +107,12 @@ int tune_command(const TuneArgs& args) {
   return r.best_gflops > 0 ? 0 : 1;
 }
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 int bench_command(const BenchArgs& args) {
   try {
     Workload w = parse_workload(args.workload);
@@ -120,13 +127,42 @@ int bench_command(const BenchArgs& args) {
     RewriteResult<Program> program = parse_strategy(best->result.strategy)(op.program);
     if (!program) throw Error("the recorded strategy no longer applies: " + program.message());
     if (args.threads > 0) set_num_threads(args.threads);
-    // tessera's kernel first, so that no library thread still spinning after its call can take
-    // a core from it.
+    // Rounds alternate tessera's kernel and the libraries: a machine that slows down for a while
+    // then slows both, and the spread of the per-round ratios shows how far to trust the median.
+    // tessera's kernel runs first in a round, so that no library thread still spinning after its
+    // call can take a core from it.
     EvaluateParams params;
     params.threads = args.threads;
     params.repeat = args.repeat;
-    Evaluation ev = evaluate(op, program.program(), params);
-    std::vector<Baseline> baselines = library_baselines(op, w, args.repeat);
+    Evaluation ev;
+    std::vector<double> tessera_gflops, ratios;
+    std::vector<std::vector<double>> library_gflops;
+    std::vector<Baseline> baselines;
+    for (int round = 0; round < args.rounds; ++round) {
+      params.check = round == 0;
+      Evaluation e = evaluate(op, program.program(), params);
+      if (round == 0) ev = e;
+      tessera_gflops.push_back(e.gflops);
+      std::vector<Baseline> b = library_baselines(op, w, args.repeat);
+      if (round == 0) {
+        baselines = b;
+        library_gflops.resize(b.size());
+      }
+      for (size_t i = 0; i < b.size() && i < library_gflops.size(); ++i)
+        library_gflops[i].push_back(b[i].gflops);
+      if (const Baseline* primary = primary_baseline(b))
+        ratios.push_back(e.gflops / primary->gflops);
+    }
+    ev.gflops = median_of(tessera_gflops);
+    ev.timing.median = op.flops / (ev.gflops * 1e9);
+    for (size_t i = 0; i < baselines.size(); ++i)
+      baselines[i].gflops = median_of(library_gflops[i]);
+    const Baseline* primary = primary_baseline(baselines);
+    double ratio = ratios.empty() ? 0 : median_of(ratios);
+    auto [ratio_min, ratio_max] =
+        ratios.empty() ? std::pair<double, double>{0, 0}
+                       : std::pair<double, double>{*std::min_element(ratios.begin(), ratios.end()),
+                                                   *std::max_element(ratios.begin(), ratios.end())};
     if (args.json) {
       nlohmann::json j;
       j["workload"] = w.text();
@@ -136,24 +172,36 @@ int bench_command(const BenchArgs& args) {
       j["seconds"] = ev.timing.median;
       j["correct"] = ev.correct;
       j["threads"] = ev.threads;
-      if (const Baseline* primary = primary_baseline(baselines)) {
+      j["rounds"] = args.rounds;
+      j["gflops_rounds"] = tessera_gflops;
+      if (primary) {
         j["baseline"] = primary->name;
         j["baseline_gflops"] = primary->gflops;
-        j["ratio"] = ev.gflops / primary->gflops;
+        j["ratio"] = ratio;
+        j["ratio_min"] = ratio_min;
+        j["ratio_max"] = ratio_max;
       }
-      for (const Baseline& b : baselines) {
-        j["baselines"].push_back(
-            {{"name", b.name}, {"gflops", b.gflops}, {"same_layout", b.same_layout}});
+      for (size_t i = 0; i < baselines.size(); ++i) {
+        const Baseline& b = baselines[i];
+        j["baselines"].push_back({{"name", b.name},
+                                  {"gflops", b.gflops},
+                                  {"gflops_rounds", library_gflops[i]},
+                                  {"same_layout", b.same_layout}});
       }
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << fmt::format("workload  {}\nstrategy  {}\n", w.text(), best->result.strategy);
-      std::cout << fmt::format("tessera   {:.2f} GFLOP/s ({} threads), correct: {}\n", ev.gflops,
-                               ev.threads, ev.correct ? "yes" : "NO");
+      std::cout << fmt::format(
+          "tessera   {:.2f} GFLOP/s ({} threads, median of {} rounds), correct: {}\n", ev.gflops,
+          ev.threads, args.rounds, ev.correct ? "yes" : "NO");
       for (const Baseline& b : baselines) {
         std::cout << fmt::format("{:<9} {:.2f} GFLOP/s, tessera/library = {:.2f}{}\n", "library",
                                  b.gflops, ev.gflops / b.gflops,
-                                 &b == primary_baseline(baselines) ? " (the ratio reported)" : "")
+                                 &b == primary
+                                     ? fmt::format(" (the ratio reported: median of the rounds' "
+                                                   "ratios {:.2f}, range {:.2f}-{:.2f})",
+                                                   ratio, ratio_min, ratio_max)
+                                     : "")
                   << "          " << b.name << "\n";
       }
       if (baselines.empty()) std::cout << "library   none linked for " << w.op << " yet\n";
@@ -204,6 +252,10 @@ TuneCommands add_tune_commands(CLI::App& app) {
   c.bench->add_option("--db", b.db, "Records DB");
   c.bench->add_option("--threads,-t", b.threads, "Threads (default: all cores)");
   c.bench->add_option("--repeat", b.repeat, "Timed repeats (median reported)")
+      ->check(CLI::PositiveNumber);
+  c.bench
+      ->add_option("--rounds", b.rounds,
+                   "Rounds timing tessera and the libraries alternately (medians reported)")
       ->check(CLI::PositiveNumber);
   c.bench->add_flag("--json", b.json, "Print the result as JSON");
   return c;
