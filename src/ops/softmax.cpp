@@ -31,6 +31,7 @@ namespace {
 
 constexpr int64_t kRowLanes = 8;  // rows per vector in the row stages
 constexpr int64_t kUnrollK = 4;   // columns per unrolled step of the row stages
+constexpr int64_t kRfLanes = 16;  // partial results per row when the row stages are rfactored
 
 int64_t positive(const Workload& w, const std::string& key) {
   int64_t v = w.get(key);
@@ -63,20 +64,21 @@ OpInstance build_softmax(const Workload& w) {
 // The row stages are reductions (an init and an update nest each), which compute_at refuses
 // (docs/strategies.md), so they stay root nests before the softmax nest. What the rules allow on
 // them: vectorizing across rows (the row loop moved inside the column loop; the column loop of a
-// reduction carries a dependence and vectorize refuses it), unrolling the column loop, parallel
-// rows.
+// reduction carries a dependence and vectorize refuses it), or along the row after rfactor
+// (16 partial results per row), unrolling the column loop, parallel rows.
 ConfigSpace softmax_space(const Workload& w) {
   const int64_t m = positive(w, "M"), n = positive(w, "N");
   std::vector<Knob> knobs{
       split_knob_from("tile_row", m, {{1}, {2}, {4}, {8}}),
       int_knob("vector_j", {1, 4, 8, 16}),
-      choice_knob("row_stages", {"scalar", "vector_rows"}),
+      choice_knob("row_stages", {"scalar", "vector_rows", "rfactor"}),
       choice_knob("unroll_k", {"off", "on"}),
       choice_knob("parallel", {"off", "rows"}),
   };
   auto instantiate = [](const ConfigSpace& s, const Config& c) {
     const int64_t vector_j = s.value0(c, "vector_j");
     const bool vector_rows = s.value0(c, "row_stages") == 1;
+    const bool rfactored = s.value0(c, "row_stages") == 2;
     const bool unroll_k = s.value0(c, "unroll_k") == 1;
     const bool par = s.value0(c, "parallel") == 1;
     std::vector<ProgramStrategy> steps{split("softmax.i", s.value(c, "tile_row")[1])};
@@ -86,6 +88,17 @@ ConfigSpace softmax_space(const Workload& w) {
     }
     for (const char* stage : {"row_max", "exp_sum"}) {
       const std::string i = std::string(stage) + ".i", k = std::string(stage) + ".k";
+      if (rfactored) {
+        // Vectors along the row: kRfLanes partial results per row, combined after the row.
+        const std::string rf = std::string(stage) + ".rf";
+        steps.insert(steps.end(),
+                     {split(k, kRfLanes), rfactor(stage, k + ".inner"), vectorize(k + ".inner")});
+        if (par) {
+          steps.insert(steps.end(), {parallel(i + ".init"), parallel(i), parallel(rf + ".init.0"),
+                                     parallel(rf + ".0")});
+        }
+        continue;
+      }
       if (vector_rows) steps.push_back(split(i, kRowLanes));
       if (unroll_k) steps.push_back(split(k, kUnrollK));
       if (vector_rows) {

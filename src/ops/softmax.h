@@ -25,9 +25,10 @@ Tensor softmax_rows(const Tensor& x, const std::string& name = "softmax");
 OpInstance build_softmax(const Workload& w);
 
 /// The search space of softmax: split of the softmax nest's row loop (`tile_row`), the vector
-/// width of its column loop (`vector_j`; 1 keeps it scalar, exp goes lane by lane), the row
-/// stages vectorized across 8 rows (`row_stages`: their column loop carries the reduction, so the
-/// row loop moves inside it), a 4-way unrolled column loop in the row stages (`unroll_k`) and
+/// width of its column loop (`vector_j`; 1 keeps it scalar), the row stages vectorized across 8
+/// rows (`row_stages=vector_rows`: their column loop carries the reduction, so the row loop moves
+/// inside it) or along the row after `rfactor` into 16 partial results per row
+/// (`row_stages=rfactor`), a 4-way unrolled column loop in the row stages (`unroll_k`) and
 /// parallel rows in every stage (`parallel`). The row stages are reductions, which compute_at
 /// refuses, so they stay root nests (three passes over x).
 ConfigSpace softmax_space(const Workload& w);

@@ -33,7 +33,7 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
   auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
   auto stage = [&] { return allocated.names.empty() ? pick(buffers) : pick(allocated.names); };
   auto factor = [&] { return static_cast<int64_t>(1 + rng() % 8); };
-  switch (rng() % 12) {
+  switch (rng() % 13) {
     case 0:
       return split(pick(loops), factor());
     case 1:
@@ -60,6 +60,8 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
     }
     case 11:
       return reverse_compute_at(pick(buffers), pick(loops));
+    case 12:
+      return rfactor(stage(), pick(loops));
     default:
       return split(pick(loops), factor());
   }

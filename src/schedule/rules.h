@@ -35,6 +35,11 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop);
 /// writes element by element, to the end of the loop's body, computing per iteration only the
 /// block that iteration wrote (that buffer must be written nowhere else).
 ProgramStrategy reverse_compute_at(const std::string& stage, const std::string& loop);
+/// Reduction loop `loop` of stage S becomes a dimension of partial results `S.rf[..][l]` (init
+/// nest `S.rf.init.*`, the update redirected, a combining nest `S.rf.*` after it), so that its
+/// iterations write different elements and it can be vectorized. S's update must be
+/// `S[..] = S[..] op value` with op one of + * max min.
+ProgramStrategy rfactor(const std::string& stage, const std::string& loop);
 /// Replaces reads of intermediate `stage` by its defining expression and drops the stage.
 ProgramStrategy compute_inline(const std::string& stage);
 /// Accumulates the block of `stage` that one iteration of `loop` writes in a local buffer

@@ -161,8 +161,8 @@ class Parser {
       return split(loop, factor);
     }
     if (head == "reorder") return reorder(loop_list(at, 1, 64, head));
-    if (head == "compute_at" || head == "reverse_compute_at" || head == "cache_write" ||
-        head == "cache_read") {
+    if (head == "compute_at" || head == "reverse_compute_at" || head == "rfactor" ||
+        head == "cache_write" || head == "cache_read") {
       std::string stage = name();
       expect(",");
       std::string loop = loop_ref();
@@ -173,6 +173,7 @@ class Parser {
       expect(")");
       if (head == "compute_at") return compute_at(stage, loop);
       if (head == "reverse_compute_at") return reverse_compute_at(stage, loop);
+      if (head == "rfactor") return rfactor(stage, loop);
       return head == "cache_write" ? cache_write(stage, loop, layout) : cache_read(stage, loop);
     }
     if (head == "gather") {

@@ -207,6 +207,46 @@ TEST(StageRules, GatherMaterializesTheReadAsIm2col) {
   }
 }
 
+// rfactor turns a reduction loop into a dimension of partial results, which makes it
+// vectorizable: a row sum along the contiguous row.
+TEST(StageRules, RfactorSplitsAReductionIntoPartialResults) {
+  const char* w = "softmax:M=3,N=37";
+  std::string strategy =
+      "split(exp_sum.k, 8) ; rfactor(exp_sum, exp_sum.k.inner) ; vectorize(exp_sum.k.inner)";
+  OpInstance op = instantiate(parse_workload(w));
+  EXPECT_FALSE(parse_strategy("split(exp_sum.k, 8) ; vectorize(exp_sum.k.inner)")(op.program));
+  std::string text = print_program(apply_ok(op, strategy));
+  EXPECT_NE(text.find("alloc exp_sum.rf: float32[3, 8]"), std::string::npos) << text;
+  EXPECT_NE(text.find("exp_sum.rf[exp_sum.i, exp_sum.k.inner] = exp_sum.rf[exp_sum.i, "
+                      "exp_sum.k.inner] + exp("),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("exp_sum[exp_sum.rf.0] = exp_sum[exp_sum.rf.0] + exp_sum.rf[exp_sum.rf.0, "
+                      "exp_sum.rf.1]"),
+            std::string::npos)
+      << text;
+  expect_correct_everywhere(w, strategy);
+  expect_correct_everywhere(w,
+                            "split(row_max.k, 16) ; rfactor(row_max, row_max.k.inner) ; "
+                            "vectorize(row_max.k.inner) ; parallel(row_max.i) ; "
+                            "parallel(row_max.rf.0)");
+  expect_correct_everywhere("matmul:M=5,N=6,K=9", "split(k, 4) ; rfactor(C, k.outer)");
+  expect_correct_everywhere("conv2d:N=1,C=2,H=5,W=5,O=3,K=3,S=1,P=1", "rfactor(conv, rx)");
+
+  const std::pair<std::string, std::string> refusals[] = {
+      {"rfactor(exp_sum, exp_sum.i)", "loop exp_sum.i indexes exp_sum: it is not a reduction loop"},
+      {"rfactor(softmax, j)", "softmax is not a reduction (an init and an update)"},
+      {"rfactor(exp_sum, row_max.k)", "loop row_max.k is not around the update of exp_sum"},
+      {"rfactor(exp_sum, exp_sum.k) ; rfactor(exp_sum, exp_sum.k)",
+       "a buffer named exp_sum.rf exists already"},
+  };
+  for (const auto& [bad, message] : refusals) {
+    RewriteResult<Program> r = parse_strategy(bad)(op.program);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
+  }
+}
+
 TEST(StageRules, CacheReadCopiesTheBlockThatIsRead) {
   OpInstance op = instantiate(parse_workload("matmul:M=16,N=16,K=8"));
   std::string text = print_program(apply_ok(op, "split(i, 4) ; cache_read(A, i.outer)"));
