@@ -194,6 +194,45 @@ bool only_constants_before(const Stmt& root, const ForNode* at, const Buffer& b)
   return w.ok;
 }
 
+// The loops around `at`, outermost first, and whether `later` runs after `at` in program order.
+struct Placement {
+  std::vector<const ForNode*> around;
+  bool later_after_at = false;
+};
+Placement placement(const Stmt& root, const ForNode* at, const Stmt& later) {
+  class Walk : public StmtVisitor {
+   public:
+    Walk(const ForNode* at, const StmtNode* later) : at_(at), later_(later) {}
+    Placement result;
+
+   protected:
+    void visit_(const ForNode& n, const Stmt& self) override {
+      if (&n == at_) {
+        result.around = stack_;
+        seen_at_ = true;
+        return;
+      }
+      if (self.get() == later_) {
+        result.later_after_at = seen_at_;
+        return;
+      }
+      stack_.push_back(&n);
+      StmtVisitor::visit_(n, self);
+      stack_.pop_back();
+    }
+    using StmtVisitor::visit_;
+
+   private:
+    const ForNode* at_;
+    const StmtNode* later_;
+    std::vector<const ForNode*> stack_;
+    bool seen_at_ = false;
+  };
+  Walk w(at, later.get());
+  w.visit(root);
+  return w.result;
+}
+
 int count_stores(const Stmt& s, const Buffer& b) {
   BuffersStored w;
   w.visit(s);
@@ -309,6 +348,8 @@ ProgramStrategy reverse_compute_at(const std::string& stage, const std::string& 
     LoadCounter consumer_reads(consumer);
     consumer_reads.visit(at->body);
     if (consumer_reads.loads > 0) return fail(fmt::format("{} reads {}", ref.name, stage));
+    Placement place = placement(p.body, at, nest.stmt);
+    if (!place.later_after_at) return fail(fmt::format("stage {} runs before {}", stage, ref.name));
 
     // The producer: the one buffer the stage reads that the loop writes, all of it in the loop.
     BuffersLoaded reads;
@@ -364,6 +405,19 @@ ProgramStrategy reverse_compute_at(const std::string& stage, const std::string& 
     if (!append.done) return fail("loop " + ref.name + " is inside stage " + stage);
     Program out = p;
     out.body = simplify(result);
+    // "The last iteration writing an element recomputes it last" holds in serial order only: a
+    // loop on threads, here or around, must still prove its iterations independent.
+    place.around.push_back(at);
+    for (const ForNode* l : place.around) {
+      if (l->for_kind != ForKind::kParallel) continue;
+      const ForNode* moved = find_loop(out, l->var.name());
+      if (!moved) continue;
+      if (auto why = iteration_conflict(*moved))
+        return fail(
+            fmt::format("{} runs on threads and the stage would make its iterations "
+                        "interfere: {}",
+                        l->var.name(), *why));
+    }
     return RewriteResult<Program>::success(std::move(out));
   });
 }

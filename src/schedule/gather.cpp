@@ -160,21 +160,22 @@ ProgramStrategy gather(const std::string& buffer_name, const std::vector<std::st
         same = structural_equal(s.load->indices[d], first.load->indices[d]);
       if (!same) return fail(buffer_name + " is read at different indices");
     }
-    for (size_t d = 0; d < loops.size(); ++d) {
-      if (std::find(first.loops.begin(), first.loops.end(), loops[d]) == first.loops.end())
-        return fail(
-            fmt::format("loop {} is not around the read of {}", loops[d]->var.name(), buffer_name));
-      if (!as_const_int(loops[d]->min))
-        return fail(fmt::format("loop {} has a variable start", loops[d]->var.name()));
-    }
-    // The indices may use the named loops only, which are all around it.
-    for (const ForNode* l : first.loops) {
-      bool named = std::find(loops.begin(), loops.end(), l) != loops.end();
-      if (named) continue;
-      for (const Expr& index : first.load->indices) {
-        if (uses_var(index, l->var.get()))
-          return fail(fmt::format("the read of {} depends on loop {}, which is not gathered",
-                                  buffer_name, l->var.name()));
+    // At every read, the named loops are around it and the indices use no other loop.
+    for (const LoadSites::Site& site : sites.sites) {
+      for (const ForNode* l : loops) {
+        if (std::find(site.loops.begin(), site.loops.end(), l) == site.loops.end())
+          return fail(
+              fmt::format("loop {} is not around the read of {}", l->var.name(), buffer_name));
+        if (!as_const_int(l->min))
+          return fail(fmt::format("loop {} has a variable start", l->var.name()));
+      }
+      for (const ForNode* l : site.loops) {
+        if (std::find(loops.begin(), loops.end(), l) != loops.end()) continue;
+        for (const Expr& index : site.load->indices) {
+          if (uses_var(index, l->var.get()))
+            return fail(fmt::format("the read of {} depends on loop {}, which is not gathered",
+                                    buffer_name, l->var.name()));
+        }
       }
     }
     // The nest holding the reads must not write the buffer: the copy is taken before it.
@@ -197,8 +198,11 @@ ProgramStrategy gather(const std::string& buffer_name, const std::vector<std::st
     Buffer gathered = make_buffer(buffer_name + ".gathered", buffer->dtype, shape);
     std::vector<Expr> source;
     for (const Expr& index : first.load->indices) source.push_back(substitute(index, map));
+    // The read may sit under a guard (a partial tile) that the copy does not have: outside the
+    // buffer the copy holds 0, never read. The simplifier drops the test where ranges prove it.
+    Expr zero = is_float(buffer->dtype) ? make_float(0, buffer->dtype) : make_int(0, buffer->dtype);
     Stmt fill = make_store(gathered, std::vector<Expr>(vars.begin(), vars.end()),
-                           make_load(buffer, source));
+                           select(in_bounds(buffer, source), make_load(buffer, source), zero));
     for (size_t d = loops.size(); d-- > 0;)
       fill = make_for(vars[d], make_int(0), shape[d], ForKind::kSerial, fill);
     Redirect redirect(buffer, gathered, new_indices, first.loops.front(), fill);

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <optional>
 
 #include "schedule/location.h"
 #include "schedule/rules.h"
 #include "schedule/stage_tools.h"
 #include "te/expr_functor.h"
+#include "tir/printer.h"
 #include "tir/simplify.h"
 #include "tir/stmt_functor.h"
 #include "tir/structural_equal.h"
@@ -80,6 +82,83 @@ Combiner combiner_of(const Expr& value, const StoreNode& store, Expr* f) {
   if (const auto* n = value.as<MinNode>(); n && match(n->a, n->b))
     return [](Expr a, Expr b) { return min(a, b); };
   return nullptr;
+}
+
+// Whether the init constant is the identity of the update's operation (0 for +, 1 for *, the
+// lowest value for max, the highest for min).
+bool init_is_identity(const Expr& update, const Expr& init) {
+  double v = 0;
+  if (const auto* f = init.as<FloatImmNode>()) v = f->value;
+  if (const auto* i = init.as<IntImmNode>()) v = static_cast<double>(i->value);
+  DType t = init.dtype();
+  if (update.as<AddNode>()) return v == 0;
+  if (update.as<MulNode>()) return v == 1;
+  double lowest = t == DType::kInt32     ? std::numeric_limits<int32_t>::lowest()
+                  : t == DType::kFloat32 ? std::numeric_limits<float>::lowest()
+                                         : std::numeric_limits<double>::lowest();
+  if (update.as<MaxNode>()) return v <= lowest;
+  if (update.as<MinNode>()) return v >= -lowest;
+  return false;
+}
+
+int count_loads(const Expr& e, const Buffer& b) {
+  class Count : public ExprVisitor {
+   public:
+    explicit Count(const Buffer& b) : b_(b) {}
+    int n = 0;
+
+   protected:
+    using ExprVisitor::visit_;
+    void visit_(const LoadNode& l, const Expr& self) override {
+      n += l.buffer == b_;
+      ExprVisitor::visit_(l, self);
+    }
+
+   private:
+    const Buffer& b_;
+  };
+  Count c(b);
+  c.visit(e);
+  return c.n;
+}
+
+int count_loads(const Stmt& s, const Buffer& b) {
+  class Count : public StmtVisitor {
+   public:
+    explicit Count(const Buffer& b) : b_(b) {}
+    int n = 0;
+
+   protected:
+    void visit_expr(const Expr& e) override { n += count_loads(e, b_); }
+
+   private:
+    const Buffer& b_;
+  };
+  Count c(b);
+  c.visit(s);
+  return c.n;
+}
+
+// The statement of the loop nest whose outermost loop is `root`.
+Stmt find_root(const Stmt& body, const ForNode* root) {
+  class Find : public StmtVisitor {
+   public:
+    explicit Find(const ForNode* target) : target_(target) {}
+    Stmt found;
+
+   protected:
+    void visit_(const ForNode& n, const Stmt& self) override {
+      if (&n == target_) found = self;
+      if (!found.defined()) StmtVisitor::visit_(n, self);
+    }
+    using StmtVisitor::visit_;
+
+   private:
+    const ForNode* target_;
+  };
+  Find f(root);
+  f.visit(body);
+  return f.found;
 }
 
 // Replaces the update store and wraps the nest at `root` as alloc rf { init ; nest ; combine }.
@@ -170,6 +249,23 @@ ProgramStrategy rfactor(const std::string& stage, const std::string& loop_ref) {
           fmt::format("the update of {} is not {}[..] = {}[..] op value with op one of "
                       "+ * max min",
                       stage, stage, stage));
+    if (!init_is_identity(update->store->value, *init))
+      return fail(
+          fmt::format("{} starts from {}, not the identity of its reduction: each partial "
+                      "result would add it again",
+                      stage, print_expr(*init)));
+    // The partials are combined after the nest holding the update: nothing else in that nest may
+    // read or write S, and S must exist around it.
+    Stmt root = find_root(p.body, update->loops.front());
+    if (allocated_inside(root, buffer))
+      return fail(
+          fmt::format("{} is allocated inside {}", stage, update->loops.front()->var.name()));
+    if (count_loads(root, buffer) != 1 || count_loads(f, buffer) != 0)
+      return fail(fmt::format("{} is read in its loop nest other than by its update", stage));
+    StoreSites in_root(buffer);
+    in_root.visit(root);
+    if (in_root.sites.size() != 1)
+      return fail(fmt::format("{} is written in its loop nest other than by its update", stage));
     if (std::find(update->loops.begin(), update->loops.end(), loop) == update->loops.end())
       return fail(fmt::format("loop {} is not around the update of {}", ref.name, stage));
     for (const Expr& index : update->store->indices) {

@@ -143,6 +143,11 @@ TEST(StageRules, ReverseComputeAtRunsTheEpilogueOverEachFinishedBlock) {
       << text;
   expect_correct_everywhere(w, strategy);
   expect_correct_everywhere(w, strategy + " ; parallel(conv.o.outer)");
+  // Moved into a loop already on threads: its blocks are disjoint, so it stays parallel.
+  expect_correct_everywhere(w,
+                            "split(conv.o, 4) ; cache_write(conv, conv.o.outer) ; "
+                            "parallel(conv.o.outer) ; compute_inline(bias_add) ; "
+                            "reverse_compute_at(relu, conv.o.outer)");
   expect_correct_everywhere("conv2d_bias_relu:N=1,C=2,H=5,W=5,O=3,K=3,S=2,P=1",
                             "split(conv.o, 2) ; cache_write(conv, conv.o.outer) ; "
                             "reverse_compute_at(bias_add, conv.o.outer) ; "
@@ -192,6 +197,9 @@ TEST(StageRules, GatherMaterializesTheReadAsIm2col) {
                                    "vectorize(y.x.fused.inner) ; parallel(pad.gather.1)");
   expect_correct_everywhere("conv2d:N=1,C=3,H=5,W=6,O=2,K=1,S=2,P=0",
                             "gather(data, n, rc, ry, rx, y, x) ; parallel(o)");
+  // Under the guard of a partial tile: the copy must not read past the input.
+  expect_correct_everywhere("conv2d:N=1,C=2,H=7,W=7,O=3,K=3,S=1,P=0",
+                            "split(x, 2) ; gather(data, n, rc, ry, rx, y, x.outer, x.inner)");
 
   const std::pair<std::string, std::string> refusals[] = {
       {"gather(pad, conv.n, rc, ry, rx, y)",
@@ -232,6 +240,21 @@ TEST(StageRules, RfactorSplitsAReductionIntoPartialResults) {
                             "parallel(row_max.rf.0)");
   expect_correct_everywhere("matmul:M=5,N=6,K=9", "split(k, 4) ; rfactor(C, k.outer)");
   expect_correct_everywhere("conv2d:N=1,C=2,H=5,W=5,O=3,K=3,S=1,P=1", "rfactor(conv, rx)");
+  // Where combining after the update's nest would be too late, or S lives inside that nest.
+  const std::tuple<const char*, std::string, std::string> elsewhere[] = {
+      {"conv2d_bias_relu:N=1,C=3,H=6,W=7,O=6,K=3,S=1,P=1",
+       "split(conv.x, 3) ; compute_inline(bias_add) ; reverse_compute_at(relu, conv.x.outer) ; "
+       "rfactor(conv, rx)",
+       "conv is read in its loop nest other than by its update"},
+      {"matmul:M=4,N=4,K=6", "cache_write(C, j) ; rfactor(C.local, k)",
+       "C.local is allocated inside i"},
+  };
+  for (const auto& [workload, bad, message] : elsewhere) {
+    OpInstance other = instantiate(parse_workload(workload));
+    RewriteResult<Program> r = parse_strategy(bad)(other.program);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
+  }
 
   const std::pair<std::string, std::string> refusals[] = {
       {"rfactor(exp_sum, exp_sum.i)", "loop exp_sum.i indexes exp_sum: it is not a reduction loop"},
