@@ -73,6 +73,9 @@ ConvShape conv_shape(const Workload& w) {
   if (s.d <= 0) throw_error("{}: D must be positive, got {}", w.op, s.d);
   if (s.g <= 0 || s.c % s.g != 0 || s.o % s.g != 0)
     throw_error("{}: G={} must divide C={} and O={}", w.op, s.g, s.c, s.o);
+  int64_t im2col = w.get_or("IM2COL", 0);
+  if (im2col != 0 && im2col != 1) throw_error("{}: IM2COL must be 0 or 1, got {}", w.op, im2col);
+  if (im2col == 1 && s.g != 1) throw_error("{}: IM2COL=1 needs G=1", w.op);
   s.wb = w.get_or("WB", 0);
   if (s.wb < 0 || (s.wb > 0 && s.o % s.wb != 0))
     throw_error("{}: WB={} (pre-packed weight block) must divide O={}", w.op, s.wb, s.o);
@@ -345,9 +348,10 @@ const std::vector<OpDef>& op_registry() {
       {"matmul", {"M", "N", "K"}, {}, "C[M,N] = A[M,K] x B[K,N], float32", build_matmul},
       {"conv2d",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
-       {{"D", 1}, {"G", 1}, {"WB", 0}},
+       {{"D", 1}, {"G", 1}, {"WB", 0}, {"IM2COL", 0}},
        "NCHW convolution, O filters of KxK, stride S, zero padding P, dilation D, G groups, "
-       "float32; WB>0: weights pre-packed as [O/WB][C/G][K][K][WB]",
+       "float32; WB>0: weights pre-packed as [O/WB][C/G][K][K][WB]; IM2COL=1: the im2col + "
+       "matmul template instead of NCHWc",
        build_conv2d},
       {"conv2d_bias_relu",
        {"N", "C", "H", "W", "O", "K", "S", "P"},

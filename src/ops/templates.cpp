@@ -256,11 +256,8 @@ ConfigSpace conv2d_space(const Workload& w) {
   ConfigSpace nchwc(w.text(), std::move(knobs), instantiate);
   if (grouped || fused) return nchwc;
   bool pointwise = kk == 1 && s == 1 && p == 0 && w.get_or("D", 1) == 1;
-  if (pointwise)
-    return choice_of_spaces(w.text(), "form", {{"nchwc", nchwc}, {"gemm", conv1x1_gemm_space(w)}});
-  int64_t oh = (w.get("H") + 2 * p - (kk - 1) * w.get_or("D", 1) - 1) / s + 1;
-  return choice_of_spaces(w.text(), "form",
-                          {{"nchwc", nchwc}, {"im2col", conv_im2col_space(w, oh, ow)}});
+  if (!pointwise) return nchwc;
+  return choice_of_spaces(w.text(), "form", {{"nchwc", nchwc}, {"gemm", conv1x1_gemm_space(w)}});
 }
 
 // Depthwise convolution and pooling: each output reads one KxK window of its own channel, so the
@@ -327,6 +324,13 @@ ConfigSpace elementwise_space(const Workload& w) {
 
 ConfigSpace space_for(const Workload& w) {
   if (w.op == "matmul") return matmul_space(w.get("M"), w.get("N"), w.get("K"));
+  // im2col is a template of its own, as TVM registers one per implementation: as a form inside
+  // the NCHWc space it was never the best and diluted the search (docs/operators.md).
+  if (w.op == "conv2d" && w.get_or("IM2COL", 0) == 1) {
+    int64_t k = w.get("K"), d = w.get_or("D", 1), s = w.get("S"), p = w.get("P");
+    return conv_im2col_space(w, (w.get("H") + 2 * p - (k - 1) * d - 1) / s + 1,
+                             (w.get("W") + 2 * p - (k - 1) * d - 1) / s + 1);
+  }
   if (w.op == "conv2d" || w.op == "conv2d_bias_relu") return conv2d_space(w);
   if (w.op == "dense") return dense_space(w);
   if (w.op == "batch_matmul") return batch_matmul_space(w);

@@ -26,6 +26,7 @@ const char* const kWorkloads[] = {
     "conv2d:N=1,C=4,H=9,W=9,O=6,K=3,S=2,P=1,D=2,G=2",
     "conv2d_bias_relu:N=1,C=3,H=7,W=7,O=20,K=3,S=1,P=1",
     "conv2d:N=1,C=3,H=8,W=9,O=24,K=3,S=1,P=1,WB=8",
+    "conv2d:N=1,C=3,H=8,W=9,O=5,K=3,S=2,P=1,IM2COL=1",
     "conv2d_bias_relu:N=1,C=2,H=5,W=6,O=8,K=3,S=2,P=1,WB=4",
     "dense:B=3,I=10,O=32,WB=16",
     "depthwise_conv2d:N=1,C=5,H=9,W=18,K=3,S=1,P=1",
@@ -111,44 +112,37 @@ TEST(Operators, PrepackedWeightsAreReadAsVectorsWithoutPacking) {
   EXPECT_EQ(op.args[1]->shape, (std::vector<int64_t>{2, 3, 3, 3, 16}));
   ConfigSpace space = space_for(w);
   std::mt19937_64 rng(3);
-  int nchwc = 0, im2col = 0;
-  for (int i = 0; i < 64 && (nchwc < 2 || im2col < 1); ++i) {
-    Config c = space.sample(rng);
-    bool is_nchwc = space.value0(c, "form") == 0;
-    if ((is_nchwc && nchwc >= 2) || (!is_nchwc && im2col >= 1)) continue;
-    ProgramStrategy s = space.instantiate(c);
+  int checked = 0;
+  for (int i = 0; i < 16 && checked < 2; ++i) {
+    ProgramStrategy s = space.instantiate(space.sample(rng));
     EXPECT_EQ(s.text().find("pack("), std::string::npos) << s.text();
     RewriteResult<Program> r = s(op.program);
     if (!r) continue;
-    ++(is_nchwc ? nchwc : im2col);
+    ++checked;
     EvaluateParams params;
     params.time = false;
     Evaluation ev = evaluate(op, r.program(), params);
     EXPECT_TRUE(ev.correct) << ev.mismatch;
     EXPECT_EQ(ev.code.find("weight_packed"), std::string::npos) << ev.code;
-    if (!is_nchwc) continue;  // im2col reads the weights one at a time
     // The lane of the vector is the block's last index: contiguous reads.
     std::string text = print_program(r.program());
     EXPECT_TRUE(std::regex_search(text, std::regex(R"(weight\[[^\]]* o\.inner\.inner\])"))) << text;
   }
-  EXPECT_EQ(nchwc, 2);
-  EXPECT_EQ(im2col, 1);
+  EXPECT_EQ(checked, 2);
 }
 
-// A KxK convolution chooses between the NCHWc space and im2col + the matmul space; the im2col
-// form reads its gathered matrix as vectors along the output pixels.
-TEST(Operators, Im2colFormIsAMatmulOverTheGatheredMatrix) {
-  Workload w = parse_workload("conv2d:N=1,C=3,H=8,W=8,O=5,K=3,S=1,P=1");
+// IM2COL=1 tunes the im2col template: the padded input gathered into a [C*K*K] x [OH*OW] matrix
+// and the matmul space over it, read as vectors along the output pixels.
+TEST(Operators, Im2colTemplateIsAMatmulOverTheGatheredMatrix) {
+  Workload w = parse_workload("conv2d:N=1,C=3,H=8,W=8,O=5,K=3,S=1,P=1,IM2COL=1");
   ConfigSpace space = space_for(w);
-  ASSERT_EQ(space.knobs()[0].name, "form");
-  EXPECT_EQ(space.knobs()[0].labels, (std::vector<std::string>{"nchwc", "im2col"}));
+  EXPECT_EQ(space.knobs()[0].name, "tile_i");
   OpInstance op = instantiate(w);
   std::mt19937_64 rng(5);
   int checked = 0;
-  for (int i = 0; i < 64 && checked < 3; ++i) {
-    Config c = space.sample(rng);
-    if (space.value0(c, "form") != 1) continue;
-    ProgramStrategy s = space.instantiate(c);
+  for (int i = 0; i < 16 && checked < 3; ++i) {
+    ProgramStrategy s = space.instantiate(space.sample(rng));
+    ASSERT_NE(s.text().find("gather(pad, conv.n, rc, ry, rx, y, x)"), std::string::npos);
     RewriteResult<Program> r = s(op.program);
     if (!r) continue;
     ++checked;
@@ -161,15 +155,15 @@ TEST(Operators, Im2colFormIsAMatmulOverTheGatheredMatrix) {
     // Consecutive pixels are consecutive floats of the gathered matrix (a vector move, or an
     // `omp simd` loop over a contiguous index when a partial tile needs guards).
     EXPECT_TRUE(ev.code.find("__builtin_memcpy(&pad_gathered_vec") != std::string::npos ||
-                std::regex_search(ev.code,
-                                  std::regex(R"(pad_gathered\[[^\]]* \+ y_x_fused_inner_inner\])")))
+                std::regex_search(
+                    ev.code, std::regex(R"(pad_gathered\[[^\]]* \+ y_x_fused_inner_inner[ \]])")))
         << s.text() << "\n"
         << ev.code;
   }
   EXPECT_EQ(checked, 3);
-  // Grouped and fused convolutions keep the NCHWc space alone.
-  EXPECT_NE(space_for(parse_workload("conv2d:N=1,C=4,H=8,W=8,O=4,K=3,S=1,P=1,G=2")).knobs()[0].name,
-            "form");
+  // The default conv2d space is NCHWc alone for a KxK kernel.
+  EXPECT_EQ(space_for(parse_workload("conv2d:N=1,C=3,H=8,W=8,O=5,K=3,S=1,P=1")).knobs()[0].name,
+            "tile_oc");
 }
 
 TEST(Operators, OptionalKeysAtTheirDefaultsNameTheSameWorkload) {
@@ -193,6 +187,8 @@ TEST(Operators, BadShapesAreRefusedWithTheReason) {
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,WB=4",
        "conv2d: WB=4 (pre-packed weight block) must divide O=6"},
       {"dense:B=1,I=4,O=8,WB=3", "dense: WB=3 (pre-packed weight block) must divide O=8"},
+      {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,IM2COL=2", "conv2d: IM2COL must be 0 or 1, got 2"},
+      {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,G=2,IM2COL=1", "conv2d: IM2COL=1 needs G=1"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,Q=1", "conv2d has no key Q"},
   };
   for (const auto& [w, message] : cases) {
