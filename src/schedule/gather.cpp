@@ -102,28 +102,6 @@ class Redirect : public StmtMutator {
   Stmt prelude_;
 };
 
-// The loop nest statement whose root is `target`.
-Stmt find_nest(const Stmt& root, const ForNode* target) {
-  class Find : public StmtVisitor {
-   public:
-    explicit Find(const ForNode* target) : target_(target) {}
-    Stmt found;
-
-   protected:
-    void visit_(const ForNode& n, const Stmt& self) override {
-      if (&n == target_) found = self;
-      if (!found.defined()) StmtVisitor::visit_(n, self);
-    }
-    using StmtVisitor::visit_;
-
-   private:
-    const ForNode* target_;
-  };
-  Find f(target);
-  f.visit(root);
-  return f.found;
-}
-
 }  // namespace
 
 // The read of `buffer` becomes a read of a new array indexed by the named loops, filled by a nest
@@ -179,7 +157,7 @@ ProgramStrategy gather(const std::string& buffer_name, const std::vector<std::st
       }
     }
     // The nest holding the reads must not write the buffer: the copy is taken before it.
-    Stmt nest = find_nest(p.body, first.loops.front());
+    Stmt nest = loop_statement(p.body, first.loops.front());
     LoadSites inside(buffer);
     inside.visit(nest);
     if (inside.stores > 0)

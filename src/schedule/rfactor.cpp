@@ -139,28 +139,6 @@ int count_loads(const Stmt& s, const Buffer& b) {
   return c.n;
 }
 
-// The statement of the loop nest whose outermost loop is `root`.
-Stmt find_root(const Stmt& body, const ForNode* root) {
-  class Find : public StmtVisitor {
-   public:
-    explicit Find(const ForNode* target) : target_(target) {}
-    Stmt found;
-
-   protected:
-    void visit_(const ForNode& n, const Stmt& self) override {
-      if (&n == target_) found = self;
-      if (!found.defined()) StmtVisitor::visit_(n, self);
-    }
-    using StmtVisitor::visit_;
-
-   private:
-    const ForNode* target_;
-  };
-  Find f(root);
-  f.visit(body);
-  return f.found;
-}
-
 // Replaces the update store and wraps the nest at `root` as alloc rf { init ; nest ; combine }.
 class Rewrite : public StmtMutator {
  public:
@@ -256,7 +234,7 @@ ProgramStrategy rfactor(const std::string& stage, const std::string& loop_ref) {
                       stage, print_expr(*init)));
     // The partials are combined after the nest holding the update: nothing else in that nest may
     // read or write S, and S must exist around it.
-    Stmt root = find_root(p.body, update->loops.front());
+    Stmt root = loop_statement(p.body, update->loops.front());
     if (allocated_inside(root, buffer))
       return fail(
           fmt::format("{} is allocated inside {}", stage, update->loops.front()->var.name()));

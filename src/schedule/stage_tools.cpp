@@ -303,6 +303,27 @@ std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buf
          " is written by more than one loop nest (a reduction is an init and an update nest)";
 }
 
+Stmt loop_statement(const Stmt& root, const ForNode* loop) {
+  class Find : public StmtVisitor {
+   public:
+    explicit Find(const ForNode* target) : target_(target) {}
+    Stmt found;
+
+   protected:
+    void visit_(const ForNode& n, const Stmt& self) override {
+      if (&n == target_) found = self;
+      if (!found.defined()) StmtVisitor::visit_(n, self);
+    }
+    using StmtVisitor::visit_;
+
+   private:
+    const ForNode* target_;
+  };
+  Find f(loop);
+  f.visit(root);
+  return f.found;
+}
+
 Stmt remove_statement(const Stmt& root, const Stmt& target) {
   StatementRemover r(target);
   return r.visit(root);

@@ -44,6 +44,9 @@ struct StageNest {
 };
 std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buffer& buffer);
 
+/// The statement (the For node as a Stmt) of `loop` inside `root`; undefined if it is not there.
+Stmt loop_statement(const Stmt& root, const ForNode* loop);
+
 /// Removes `target` from the sequence that holds it.
 Stmt remove_statement(const Stmt& root, const Stmt& target);
 
