@@ -325,7 +325,7 @@ ConfigSpace elementwise_space(const Workload& w) {
 ConfigSpace space_for(const Workload& w) {
   if (w.op == "matmul") return matmul_space(w.get("M"), w.get("N"), w.get("K"));
   // im2col is a template of its own, as TVM registers one per implementation: as a form inside
-  // the NCHWc space it was never the best and diluted the search (docs/operators.md).
+  // the NCHWc space it was never the best and diluted the search (docs/tuning.md).
   if (w.op == "conv2d" && w.get_or("IM2COL", 0) == 1) {
     int64_t k = w.get("K"), d = w.get_or("D", 1), s = w.get("S"), p = w.get("P");
     return conv_im2col_space(w, (w.get("H") + 2 * p - (k - 1) * d - 1) / s + 1,
