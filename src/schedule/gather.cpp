@@ -14,52 +14,6 @@ namespace tessera {
 
 namespace {
 
-// Every load of a buffer with the loops around it, outermost first.
-class LoadSites : public StmtVisitor {
- public:
-  explicit LoadSites(const Buffer& b) : buffer_(b) {}
-  struct Site {
-    const LoadNode* load;
-    std::vector<const ForNode*> loops;
-  };
-  std::vector<Site> sites;
-  int stores = 0;
-
- protected:
-  void visit_(const ForNode& n, const Stmt& self) override {
-    stack_.push_back(&n);
-    StmtVisitor::visit_(n, self);
-    stack_.pop_back();
-  }
-  void visit_(const StoreNode& n, const Stmt& self) override {
-    stores += n.buffer == buffer_;
-    StmtVisitor::visit_(n, self);
-  }
-  void visit_expr(const Expr& e) override {
-    class Loads : public ExprVisitor {
-     public:
-      Loads(LoadSites& owner) : owner_(owner) {}
-
-     protected:
-      using ExprVisitor::visit_;
-      void visit_(const LoadNode& l, const Expr& self) override {
-        if (l.buffer == owner_.buffer_) owner_.sites.push_back({&l, owner_.stack_});
-        ExprVisitor::visit_(l, self);
-      }
-
-     private:
-      LoadSites& owner_;
-    };
-    Loads l(*this);
-    l.visit(e);
-  }
-  using StmtVisitor::visit_;
-
- private:
-  const Buffer& buffer_;
-  std::vector<const ForNode*> stack_;
-};
-
 // Reads of `from` become reads of `to` at `indices`; the loop nest `at` gets `prelude` before it,
 // both inside the allocation of `to`.
 class Redirect : public StmtMutator {
@@ -126,11 +80,10 @@ ProgramStrategy gather(const std::string& buffer_name, const std::vector<std::st
       loops.push_back(l);
     }
 
-    LoadSites sites(buffer);
-    sites.visit(p.body);
-    if (sites.sites.empty()) return fail("nothing reads " + buffer_name);
-    const LoadSites::Site& first = sites.sites.front();
-    for (const LoadSites::Site& s : sites.sites) {
+    BufferSites sites = buffer_sites(p.body, buffer);
+    if (sites.loads.empty()) return fail("nothing reads " + buffer_name);
+    const BufferSites::Load& first = sites.loads.front();
+    for (const BufferSites::Load& s : sites.loads) {
       if (s.loops.empty() || s.loops.front() != first.loops.front())
         return fail(buffer_name + " is read by more than one loop nest");
       bool same = s.load->indices.size() == first.load->indices.size();
@@ -139,7 +92,7 @@ ProgramStrategy gather(const std::string& buffer_name, const std::vector<std::st
       if (!same) return fail(buffer_name + " is read at different indices");
     }
     // At every read, the named loops are around it and the indices use no other loop.
-    for (const LoadSites::Site& site : sites.sites) {
+    for (const BufferSites::Load& site : sites.loads) {
       for (const ForNode* l : loops) {
         if (std::find(site.loops.begin(), site.loops.end(), l) == site.loops.end())
           return fail(
@@ -158,9 +111,7 @@ ProgramStrategy gather(const std::string& buffer_name, const std::vector<std::st
     }
     // The nest holding the reads must not write the buffer: the copy is taken before it.
     Stmt nest = loop_statement(p.body, first.loops.front());
-    LoadSites inside(buffer);
-    inside.visit(nest);
-    if (inside.stores > 0)
+    if (!buffer_sites(nest, buffer).stores.empty())
       return fail(fmt::format("the nest reading {} also writes it", buffer_name));
 
     std::vector<int64_t> shape;

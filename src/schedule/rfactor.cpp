@@ -18,33 +18,6 @@ namespace tessera {
 
 namespace {
 
-// Every store to a buffer with the loops around it, outermost first.
-class StoreSites : public StmtVisitor {
- public:
-  explicit StoreSites(const Buffer& b) : buffer_(b) {}
-  struct Site {
-    const StoreNode* store;
-    std::vector<const ForNode*> loops;
-  };
-  std::vector<Site> sites;
-
- protected:
-  void visit_(const ForNode& n, const Stmt& self) override {
-    stack_.push_back(&n);
-    StmtVisitor::visit_(n, self);
-    stack_.pop_back();
-  }
-  void visit_(const StoreNode& n, const Stmt& self) override {
-    if (n.buffer == buffer_) sites.push_back({&n, stack_});
-    StmtVisitor::visit_(n, self);
-  }
-  using StmtVisitor::visit_;
-
- private:
-  const Buffer& buffer_;
-  std::vector<const ForNode*> stack_;
-};
-
 bool is_constant(const Expr& e) {
   return e.as<IntImmNode>() || e.as<FloatImmNode>();
 }
@@ -122,23 +95,6 @@ int count_loads(const Expr& e, const Buffer& b) {
   return c.n;
 }
 
-int count_loads(const Stmt& s, const Buffer& b) {
-  class Count : public StmtVisitor {
-   public:
-    explicit Count(const Buffer& b) : b_(b) {}
-    int n = 0;
-
-   protected:
-    void visit_expr(const Expr& e) override { n += count_loads(e, b_); }
-
-   private:
-    const Buffer& b_;
-  };
-  Count c(b);
-  c.visit(s);
-  return c.n;
-}
-
 // Replaces the update store and wraps the nest at `root` as alloc rf { init ; nest ; combine }.
 class Rewrite : public StmtMutator {
  public:
@@ -205,11 +161,10 @@ ProgramStrategy rfactor(const std::string& stage, const std::string& loop_ref) {
       return fail("a buffer named " + stage + ".rf exists already");
 
     // The stage is a reduction: constant init stores and one update S[idx] = S[idx] op f.
-    StoreSites sites(buffer);
-    sites.visit(p.body);
-    const StoreSites::Site* update = nullptr;
+    BufferSites sites = buffer_sites(p.body, buffer);
+    const BufferSites::Store* update = nullptr;
     std::optional<Expr> init;
-    for (const StoreSites::Site& s : sites.sites) {
+    for (const BufferSites::Store& s : sites.stores) {
       if (is_constant(s.store->value)) {
         if (init && !structural_equal(*init, s.store->value))
           return fail(stage + " is initialized to more than one value");
@@ -238,11 +193,10 @@ ProgramStrategy rfactor(const std::string& stage, const std::string& loop_ref) {
     if (allocated_inside(root, buffer))
       return fail(
           fmt::format("{} is allocated inside {}", stage, update->loops.front()->var.name()));
-    if (count_loads(root, buffer) != 1 || count_loads(f, buffer) != 0)
+    BufferSites in_root = buffer_sites(root, buffer);
+    if (in_root.loads.size() != 1 || count_loads(f, buffer) != 0)
       return fail(fmt::format("{} is read in its loop nest other than by its update", stage));
-    StoreSites in_root(buffer);
-    in_root.visit(root);
-    if (in_root.sites.size() != 1)
+    if (in_root.stores.size() != 1)
       return fail(fmt::format("{} is written in its loop nest other than by its update", stage));
     if (std::find(update->loops.begin(), update->loops.end(), loop) == update->loops.end())
       return fail(fmt::format("loop {} is not around the update of {}", ref.name, stage));

@@ -303,6 +303,51 @@ std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buf
          " is written by more than one loop nest (a reduction is an init and an update nest)";
 }
 
+BufferSites buffer_sites(const Stmt& s, const Buffer& buffer) {
+  class Walk : public StmtVisitor {
+   public:
+    explicit Walk(const Buffer& b) : buffer_(b) {}
+    BufferSites sites;
+
+   protected:
+    void visit_(const ForNode& n, const Stmt& self) override {
+      stack_.push_back(&n);
+      StmtVisitor::visit_(n, self);
+      stack_.pop_back();
+    }
+    void visit_(const StoreNode& n, const Stmt& self) override {
+      if (n.buffer == buffer_) sites.stores.push_back({&n, stack_});
+      StmtVisitor::visit_(n, self);
+    }
+    void visit_expr(const Expr& e) override {
+      class Loads : public ExprVisitor {
+       public:
+        explicit Loads(Walk& w) : w_(w) {}
+
+       protected:
+        using ExprVisitor::visit_;
+        void visit_(const LoadNode& l, const Expr& self) override {
+          if (l.buffer == w_.buffer_) w_.sites.loads.push_back({&l, w_.stack_});
+          ExprVisitor::visit_(l, self);
+        }
+
+       private:
+        Walk& w_;
+      };
+      Loads l(*this);
+      l.visit(e);
+    }
+    using StmtVisitor::visit_;
+
+   private:
+    const Buffer& buffer_;
+    std::vector<const ForNode*> stack_;
+  };
+  Walk w(buffer);
+  w.visit(s);
+  return std::move(w.sites);
+}
+
 Stmt loop_statement(const Stmt& root, const ForNode* loop) {
   class Find : public StmtVisitor {
    public:

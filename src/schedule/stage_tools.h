@@ -44,6 +44,21 @@ struct StageNest {
 };
 std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buffer& buffer);
 
+/// Every load and store of `buffer` in `s`, each with the loops around it (outermost first).
+struct BufferSites {
+  struct Load {
+    const LoadNode* load;
+    std::vector<const ForNode*> loops;
+  };
+  struct Store {
+    const StoreNode* store;
+    std::vector<const ForNode*> loops;
+  };
+  std::vector<Load> loads;
+  std::vector<Store> stores;
+};
+BufferSites buffer_sites(const Stmt& s, const Buffer& buffer);
+
 /// The statement (the For node as a Stmt) of `loop` inside `root`; undefined if it is not there.
 Stmt loop_statement(const Stmt& root, const ForNode* loop);
 
