@@ -136,8 +136,10 @@ TuneAllCommand add_tune_all_command(CLI::App& app) {
   c.app->add_option("--batch", a.params.tune.batch_size, "Trials per allocation to one task")
       ->check(CLI::PositiveNumber);
   c.app
-      ->add_option("--task-early-stop", a.params.scheduler.early_stop,
-                   "Stop a task after this many trials without a better best (0: never)")
+      ->add_option(
+          "--task-early-stop", a.params.scheduler.early_stop,
+          "Rest a task after this many trials without a better best, until every task rests "
+          "(0: never)")
       ->check(CLI::NonNegativeNumber);
   c.app->add_option("--db", a.db, "Records DB (SQLite; created on first use)");
   c.app->add_option("--threads,-t", a.threads,

@@ -16,18 +16,31 @@ GradientTaskScheduler::GradientTaskScheduler(std::vector<SchedulerTask> tasks, i
 std::optional<std::pair<int, int>> GradientTaskScheduler::next() {
   int left = total_ - done_;
   if (left <= 0) return std::nullopt;
+  bool any_live =
+      std::any_of(state_.begin(), state_.end(), [](const State& s) { return s.live(); });
+  if (!any_live) {
+    bool woke = false;
+    for (State& s : state_) {
+      if (s.exhausted || !s.resting) continue;
+      s.resting = false;
+      s.last_improvement = s.trials;
+      woke = true;
+    }
+    if (!woke) return std::nullopt;
+    ++wakeups_;
+  }
   // Warm-up: every live task gets a first round, the budget shared when it is short.
   int cold = 0;
-  for (const State& s : state_) cold += !s.stopped && s.history.empty();
+  for (const State& s : state_) cold += s.live() && s.history.empty();
   for (size_t i = 0; i < state_.size(); ++i) {
-    if (state_[i].stopped || !state_[i].history.empty()) continue;
+    if (!state_[i].live() || !state_[i].history.empty()) continue;
     int n = std::min(params_.batch_size, std::max(1, left / cold));
     return std::make_pair(static_cast<int>(i), n);
   }
   int best = -1;
   double best_grad = 0;
   for (size_t i = 0; i < state_.size(); ++i) {
-    if (state_[i].stopped) continue;
+    if (!state_[i].live()) continue;
     double g = gradient(static_cast<int>(i));
     if (best < 0 || g < best_grad ||
         (g == best_grad && state_[i].trials < state_[static_cast<size_t>(best)].trials)) {
@@ -44,7 +57,7 @@ void GradientTaskScheduler::report(int task, int trials, double best_latency) {
   done_ += trials;
   s.trials += trials;
   if (trials <= 0) {
-    s.stopped = true;  // nothing left to propose
+    s.exhausted = true;  // nothing left to propose
     return;
   }
   if (best_latency < s.best) {
@@ -53,12 +66,12 @@ void GradientTaskScheduler::report(int task, int trials, double best_latency) {
   }
   s.history.push_back(s.best);
   if (params_.early_stop > 0 && s.trials - s.last_improvement >= params_.early_stop)
-    s.stopped = true;
+    s.resting = true;
 }
 
 double GradientTaskScheduler::gradient(int task) const {
   const State& s = state_.at(task);
-  if (s.stopped) return 0;
+  if (!s.live()) return 0;
   const SchedulerTask& t = tasks_.at(task);
   if (!std::isfinite(s.best)) return -std::numeric_limits<double>::infinity();
   int r = static_cast<int>(s.history.size());

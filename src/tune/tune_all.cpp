@@ -176,7 +176,8 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
     }
   }
   for (size_t i = 0; i < result.tasks.size(); ++i) {
-    result.tasks[i].stopped = scheduler.stopped(static_cast<int>(i));
+    result.tasks[i].stopped =
+        scheduler.stopped(static_cast<int>(i)) || scheduler.resting(static_cast<int>(i));
     result.tasks[i].result.transfer = result.transfer;
   }
   result.total_latency_s = total_latency();

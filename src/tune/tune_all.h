@@ -43,7 +43,7 @@ struct TaskReport {
   TuneResult result;  // trials of this run, best over the run and resumed records
   double flops = 0;
   double best_latency_s = 0;  // infinity when no success
-  bool stopped = false;       // early-stopped or exhausted before the budget ran out
+  bool stopped = false;       // resting (stalled) or its space exhausted when the run ended
 };
 
 struct TuneAllProgress {

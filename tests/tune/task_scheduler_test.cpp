@@ -48,19 +48,22 @@ TEST(TaskScheduler, WarmsUpRoundRobinThenFavoursTheTaskWithTheLargerExpectedGain
   EXPECT_DOUBLE_EQ(s.objective(), s.best_latency(0) + s.best_latency(1));
 }
 
-TEST(TaskScheduler, AStalledTaskStopsAndTheRestOfTheBudgetGoesToTheOthers) {
+TEST(TaskScheduler, AStalledTaskRestsAndTheRestOfTheBudgetGoesToTheOthers) {
   // Task 1 found its best in the first batch. Ansor's forward estimate is optimistic about it
-  // (the next batch might gain what the average one did); early stopping ends that.
+  // (the next batch might gain what the average one did); early stopping ends that while task 0
+  // is still live.
   std::vector<Curve> curves = {
       [](int t) { return 1e-3 / std::sqrt(static_cast<double>(t)); },
       [](int) { return 1e-3; },
   };
   GradientTaskScheduler s({{1, 1e6, "a"}, {1, 1e6, "b"}}, 640, params(16, 64));
   run(s, curves);
-  EXPECT_TRUE(s.stopped(1));
+  EXPECT_TRUE(s.resting(1));
+  EXPECT_FALSE(s.stopped(1));
   EXPECT_EQ(s.trials(1), 16 + 64);
-  EXPECT_FALSE(s.stopped(0));
+  EXPECT_FALSE(s.resting(0));
   EXPECT_EQ(s.trials(0), 640 - 80);
+  EXPECT_EQ(s.wakeups(), 0);
 }
 
 TEST(TaskScheduler, WeighsImprovementsByTheTasksShareOfTheTotal) {
@@ -80,20 +83,26 @@ TEST(TaskScheduler, StopsATaskThatHasNotImprovedForEarlyStopTrials) {
   };
   GradientTaskScheduler s({{1, 1e6, "a"}, {100, 1e6, "b"}, {1, 1e6, "c"}}, 4000, params(8, 32));
   run(s, curves);
-  EXPECT_TRUE(s.stopped(1)) << "no better best for 32 trials: stopped";
+  EXPECT_TRUE(s.resting(1)) << "no better best for 32 trials: resting";
   // Task 1 is weighted 100x, so it is scheduled until it has gone 32 trials without
   // improvement, and no further.
   EXPECT_EQ(s.trials(1), 16 + 32);
-  EXPECT_FALSE(s.stopped(0));
+  EXPECT_FALSE(s.resting(0));
   EXPECT_EQ(s.trials_done(), 4000);
 }
 
-TEST(TaskScheduler, EndsWhenEveryTaskStoppedOrTheSpaceRanOut) {
+TEST(TaskScheduler, WakesTheRestingTasksWhenNothingElseCanUseTheBudget) {
   GradientTaskScheduler s({{1, 1e6, "a"}, {1, 1e6, "a"}}, 1000, params(10, 20));
   // Task 0 never changes; task 1's space runs out after 15 trials.
   int exhausted_after = 15;
+  std::vector<int> trials_at_wakeup;
+  int wakeups = 0;
   while (auto next = s.next()) {
     auto [task, n] = *next;
+    if (s.wakeups() != wakeups) {
+      wakeups = s.wakeups();
+      trials_at_wakeup.push_back(s.trials(0));
+    }
     if (task == 0) {
       s.report(0, n, 1e-3);
     } else {
@@ -101,11 +110,28 @@ TEST(TaskScheduler, EndsWhenEveryTaskStoppedOrTheSpaceRanOut) {
       s.report(1, std::min(n, left), 2e-3);
     }
   }
+  EXPECT_TRUE(s.stopped(1));
+  EXPECT_EQ(s.trials(1), 15);
+  EXPECT_FALSE(s.stopped(0));
+  EXPECT_EQ(s.trials(0), 1000 - 15) << "a stall rests the task; it does not end the run";
+  ASSERT_GE(trials_at_wakeup.size(), 2u);
+  // It first rests after 10 (the first best) + 20 trials, then after each further 20.
+  EXPECT_EQ(trials_at_wakeup[0], 30);
+  EXPECT_EQ(trials_at_wakeup[1], 50);
+  EXPECT_EQ(s.trials_done(), 1000);
+}
+
+TEST(TaskScheduler, EndsWhenEveryTasksSpaceRanOut) {
+  GradientTaskScheduler s({{1, 1e6, "a"}, {1, 1e6, "a"}}, 1000, params(10, 20));
+  std::vector<int> size = {25, 15};
+  while (auto next = s.next()) {
+    auto [task, n] = *next;
+    int left = std::max(0, size[static_cast<size_t>(task)] - s.trials(task));
+    s.report(task, std::min(n, left), 1e-3);
+  }
   EXPECT_TRUE(s.stopped(0));
   EXPECT_TRUE(s.stopped(1));
-  EXPECT_EQ(s.trials(0), 30);  // improved at 10 (first), then 20 without
-  EXPECT_EQ(s.trials(1), 15);
-  EXPECT_LT(s.trials_done(), 1000);
+  EXPECT_EQ(s.trials_done(), 40);
 }
 
 TEST(TaskScheduler, AShortBudgetIsSharedInTheWarmUp) {
