@@ -3,14 +3,16 @@
 workloads, tuned with a global model trained on a source domain's records (knob, loop-context or
 context-relation features) or without transfer.
 
-Every run starts from a copy of --source-db (records of the source workloads only, e.g. ResNet-18's
-C1-C6 tuned by bench/suite.py) so that runs never see each other's records. Writes a CSV, a PNG
-(one panel per target) and prints the trials each variant needs to reach 90% of the no-transfer
-run's final best. Example (hours on 2 cores at full size):
+Every run starts from a copy of the source DB (records of the source workloads only) so that runs
+never see each other's records. The source DB is --source-db, or, with --source-tasks, one that
+`tessera tune-all` fills first (--source-trials per task, no transfer, kept as OUT-source.db and
+reused when it exists). Writes a CSV, a PNG (one panel per target), a Markdown table and prints
+the trials each variant needs to reach 90% of the no-transfer run's final best. The issue's
+experiment (source C1-C6, targets C7-C9 and matmul 1024; hours on 2 cores):
 
-  python3 bench/transfer_curves.py --source-db source.db --trials 300 --seeds 0 1 2 \\
-      --targets conv2d:N=1,C=128,H=28,W=28,O=256,K=3,S=2,P=1 matmul:M=1024,N=1024,K=1024 \\
-      --out docs/transfer-curves
+  python3 bench/transfer_curves.py --source-tasks bench/workloads/transfer-source.txt \\
+      --targets $(cat bench/workloads/transfer-targets.txt) --trials 300 --seeds 0 1 2 \\
+      --threads 2 --out docs/bench/transfer300
 """
 import argparse
 import csv
@@ -43,6 +45,22 @@ def tune(args, workload, variant, seed):
         return json.loads(out)
 
 
+def build_source(args):
+    db = args.out + "-source.db"
+    if os.path.exists(db):
+        print(f"reusing the source records in {db}", file=sys.stderr)
+        return db
+    count = sum(1 for line in open(args.source_tasks) if line.split("#", 1)[0].strip())
+    cmd = [args.tessera, "tune-all", args.source_tasks, "--trials", str(args.source_trials * count),
+           "--db", db + ".partial", "--transfer", "off", "--task-early-stop", "0", "--seed", "0"]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    os.replace(db + ".partial", db)
+    return db
+
+
 def trials_to_reach(curve, level):
     for i, g in enumerate(curve):
         if g >= level:
@@ -53,7 +71,10 @@ def trials_to_reach(curve, level):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tessera", default="build/tessera")
-    p.add_argument("--source-db", required=True)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--source-db", help="records of the source domain")
+    source.add_argument("--source-tasks", help="task list tuned first into OUT-source.db")
+    p.add_argument("--source-trials", type=int, default=96, help="trials per source task")
     p.add_argument("--targets", nargs="+", required=True)
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
@@ -62,6 +83,9 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--out", default="docs/transfer-curves", help="prefix of the .csv and .png written")
     args = p.parse_args()
+    if args.source_tasks:
+        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+        args.source_db = build_source(args)
 
     rows, curves = [], {}
     for w in args.targets:
@@ -83,8 +107,9 @@ def main():
     plot(rows, args.targets, "variant", args.variants, args.seeds, args.out)
 
     # Trials to 90% of the no-transfer best (same seed), as the issue reports them.
-    print("| target | seed | no-transfer best | " + " | ".join(f"trials to 90%: {v}" for v in args.variants) + " |")
-    print("|---|---|---|" + "---|" * len(args.variants))
+    table = ["| target | seed | no-transfer best | " +
+             " | ".join(f"trials to 90%: {v}" for v in args.variants) + " |",
+             "|---|---|---|" + "---|" * len(args.variants)]
     for w in args.targets:
         for s in args.seeds:
             base = curves.get((w, "none", s))
@@ -92,8 +117,12 @@ def main():
                 continue
             level = 0.9 * base[-1]
             cells = [str(trials_to_reach(curves[(w, v, s)], level) or f">{args.trials}") for v in args.variants]
-            print(f"| `{w}` | {s} | {base[-1]:.1f} | " + " | ".join(cells) + " |")
-    print(f"wrote {args.out}.csv and {args.out}.png", file=sys.stderr)
+            table.append(f"| `{w}` | {s} | {base[-1]:.1f} | " + " | ".join(cells) + " |")
+    print("\n".join(table))
+    with open(args.out + ".md", "w") as f:
+        f.write(f"{args.trials} trials, batch {args.batch}, {args.threads or 'all'} threads, source "
+                f"{args.source_tasks or args.source_db}.\n\n" + "\n".join(table) + "\n")
+    print(f"wrote {args.out}.csv, {args.out}.md and {args.out}.png", file=sys.stderr)
 
 
 if __name__ == "__main__":

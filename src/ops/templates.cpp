@@ -28,9 +28,7 @@ struct GemmNames {
   std::string i = "i", j = "j", k = "k";
   std::vector<std::string> unit_loops;   // extent-1 reduction loops kept beside k.outer
   std::vector<ProgramStrategy> prelude;  // steps that make the nest a matmul
-  bool write_cache = true;               // whether the output block's indices separate
-  bool parallel_i = false;  // j is a fused loop, whose iterations' writes cannot be proved disjoint
-  int64_t lanes = 0;        // the only vector width along j (weights pre-packed in such blocks)
+  int64_t lanes = 0;  // the only vector width along j (weights pre-packed in such blocks)
   std::vector<std::string> parallel_prelude;  // prelude loops that run on threads with the rest
   bool parallel_batch = false;  // threads take whole batches (an image's batch loop has extent 1)
 };
@@ -57,8 +55,7 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
       split_knob("tile_k", k, 2, SplitPolicy::kPowersOfTwo, 32),
       choice_knob("order", {"i_first", "j_first"}),
       choice_knob("pack", pack_options),
-      choice_knob("cache", g.write_cache ? std::vector<std::string>{"none", "write_cache"}
-                                         : std::vector<std::string>{"none"}),
+      choice_knob("cache", {"none", "write_cache"}),
       choice_knob("unroll_k", {"off", "on"}),
       choice_knob("parallel", {"off", "outer"}),
       kc_knob(k),
@@ -101,7 +98,7 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
     if (cached) steps.push_back(cache_write(g.output, second));
     if (s.value0(c, "parallel") == 1) {
       bool batch_parallel = g.parallel_batch;
-      steps.push_back(parallel(batch_parallel ? g.batch : g.parallel_i ? g.i + ".outer" : first));
+      steps.push_back(parallel(batch_parallel ? g.batch : first));
       steps.push_back(parallel((batch_parallel ? g.batch : g.i) + ".init"));
       if (packed) steps.push_back(parallel(g.packed + ".pack.0"));
       for (const std::string& l : g.parallel_prelude) steps.push_back(parallel(l));
@@ -119,17 +116,16 @@ ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k) {
 }
 
 // A 1x1 convolution with stride 1 over NCHW is a matrix product weight[O][C] x data[C][H*W]: with
-// y and x fused into one pixel loop (the flat index folds back to contiguous pixels) it gets the
-// matmul space, vectors along the pixels and no transposed write-back.
+// y and x fused into one pixel loop it gets the matmul space, vectors along the pixels and no
+// transposed write-back. Merging the output's y and x dimensions turns the pixel index
+// (p / W, p % W) back into p, so a block of pixels is a box the write cache can hold.
 ConfigSpace conv1x1_gemm_space(const Workload& w) {
   GemmNames g("conv", "", 0, "n", false);
   g.i = "o";
   g.j = "y.x.fused";
   g.k = "rc";
   g.unit_loops = {"ry", "rx"};
-  g.prelude = {fuse("y", "x")};
-  g.write_cache = false;  // the block's pixel index is (p / W, p % W): it does not separate
-  g.parallel_i = true;
+  g.prelude = {fuse("y", "x"), merge_dims("conv", 2)};
   return gemm_like_space(w.text(), w.get("O"), w.get("H") * w.get("W"), w.get("C"), g);
 }
 
@@ -144,9 +140,7 @@ ConfigSpace conv_im2col_space(const Workload& w, int64_t oh, int64_t ow) {
   g.j = "y.x.fused";
   g.k = "rc.ry.fused.rx.fused";
   g.prelude = {gather(input, {n, "rc", "ry", "rx", "y", "x"}), fuse("y", "x"), fuse("rc", "ry"),
-               fuse("rc.ry.fused", "rx")};
-  g.write_cache = false;  // the block's pixel index is (p / OW, p % OW): it does not separate
-  g.parallel_i = true;
+               fuse("rc.ry.fused", "rx"), merge_dims("conv", 2)};
   g.parallel_prelude = {input + ".gather.1"};
   if (padded) g.parallel_prelude.push_back("c");
   int64_t kk = w.get("K");

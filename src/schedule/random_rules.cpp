@@ -33,7 +33,7 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
   auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
   auto stage = [&] { return allocated.names.empty() ? pick(buffers) : pick(allocated.names); };
   auto factor = [&] { return static_cast<int64_t>(1 + rng() % 8); };
-  switch (rng() % 13) {
+  switch (rng() % 14) {
     case 0:
       return split(pick(loops), factor());
     case 1:
@@ -62,6 +62,8 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
       return reverse_compute_at(pick(buffers), pick(loops));
     case 12:
       return rfactor(stage(), pick(loops));
+    case 13:
+      return merge_dims(pick(buffers), static_cast<int64_t>(rng() % 4));
     default:
       return split(pick(loops), factor());
   }

@@ -56,6 +56,12 @@ ProgramStrategy cache_read(const std::string& buffer, const std::string& loop);
 /// reads it; the read then loads the copy at the loops' variables. The read's indices may use only
 /// those loops. With a convolution's (n, rc, ry, rx, y, x) the copy is im2col's matrix.
 ProgramStrategy gather(const std::string& buffer, const std::vector<std::string>& loops);
+/// Dimensions `dim` and `dim + 1` of `buffer` become one (TVM's transform_layout for this case):
+/// every access [.., a, b, ..] becomes [.., a * extent + b, ..]. Buffers are dense row-major, so
+/// the storage and every element's address stay the same; what changes is that indices of a fused
+/// loop, (p / W, p % W), fold back into p, and a block of p becomes a box that cache_write can
+/// hold.
+ProgramStrategy merge_dims(const std::string& buffer, int64_t dim);
 /// Array packing: input `buffer` is copied into `<buffer>.packed` with dimension `dim` split by
 /// `factor`, its outer part moved first and its inner part last (B[K][N] with dim 1 ->
 /// B.packed[N/f][K][f]; W[O][C][KH][KW] with dim 0 -> W.packed[O/f][C][KH][KW][f]); reads of

@@ -148,36 +148,27 @@ class StatementRemover : public StmtMutator {
   const Stmt& target_;
 };
 
-// Redirects loads and stores of `from` to `to` with indices shifted by -offset.
-class Redirect : public StmtMutator {
+// Loads and stores of `from` become accesses of `to` at indices computed from the old ones.
+class Reindex : public StmtMutator {
  public:
-  Redirect(const Buffer& from, const Buffer& to, std::vector<Expr> offset,
-           std::vector<size_t> order)
-      : from_(from), to_(to), offset_(std::move(offset)), order_(std::move(order)) {}
+  Reindex(const Buffer& from, const Buffer& to, const IndexMap& map)
+      : from_(from), to_(to), map_(map) {}
 
  protected:
-  std::vector<Expr> shift(const std::vector<Expr>& idx) const {
-    std::vector<Expr> out;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      size_t src = order_.empty() ? d : order_[d];
-      out.push_back(simplify(idx[src] - offset_[src]));
-    }
-    return out;
-  }
   class Loads : public ExprMutator {
    public:
-    explicit Loads(const Redirect& r) : r_(r) {}
+    explicit Loads(const Reindex& r) : r_(r) {}
 
    protected:
     using ExprMutator::visit_;
     Expr visit_(const LoadNode& n, const Expr& self) override {
       Expr e = ExprMutator::visit_(n, self);
       const auto* load = e.as<LoadNode>();
-      return load->buffer == r_.from_ ? make_load(r_.to_, r_.shift(load->indices)) : e;
+      return load->buffer == r_.from_ ? make_load(r_.to_, r_.map_(load->indices)) : e;
     }
 
    private:
-    const Redirect& r_;
+    const Reindex& r_;
   };
   Expr mutate_expr(const Expr& e) override {
     Loads l(*this);
@@ -186,15 +177,19 @@ class Redirect : public StmtMutator {
   Stmt visit_(const StoreNode& n, const Stmt& self) override {
     Stmt s = StmtMutator::visit_(n, self);
     const auto* store = s.as<StoreNode>();
-    return store->buffer == from_ ? make_store(to_, shift(store->indices), store->value) : s;
+    return store->buffer == from_ ? make_store(to_, map_(store->indices), store->value) : s;
+  }
+  Stmt visit_(const AllocateNode& n, const Stmt& self) override {
+    Stmt s = StmtMutator::visit_(n, self);
+    const auto* alloc = s.as<AllocateNode>();
+    return alloc->buffer == from_ ? make_allocate(to_, alloc->body) : s;
   }
   using StmtMutator::visit_;
 
  private:
   const Buffer& from_;
   const Buffer& to_;
-  std::vector<Expr> offset_;
-  std::vector<size_t> order_;
+  const IndexMap& map_;
 };
 
 }  // namespace
@@ -394,10 +389,21 @@ bool allocated_inside(const Stmt& s, const Buffer& buffer) {
   return finder.found;
 }
 
+Stmt reindex_buffer(const Stmt& s, const Buffer& from, const Buffer& to, const IndexMap& map) {
+  Reindex r(from, to, map);
+  return r.visit(s);
+}
+
 Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to,
                      const std::vector<Expr>& offset, const std::vector<size_t>& order) {
-  Redirect r(from, to, offset, order);
-  return r.visit(s);
+  return reindex_buffer(s, from, to, [&](const std::vector<Expr>& idx) {
+    std::vector<Expr> out;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      size_t src = order.empty() ? d : order[d];
+      out.push_back(simplify(idx[src] - offset[src]));
+    }
+    return out;
+  });
 }
 
 Stmt remove_allocation(const Stmt& s, const Buffer& buffer) {

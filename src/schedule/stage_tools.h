@@ -2,6 +2,7 @@
 /// finding buffers and stage nests, and the box of elements a loop body accesses.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -67,6 +68,10 @@ Stmt remove_statement(const Stmt& root, const Stmt& target);
 
 /// True if `buffer` is allocated somewhere inside `s` (it does not exist around `s`).
 bool allocated_inside(const Stmt& s, const Buffer& buffer);
+/// Loads and stores of `from` become accesses of `to` at map(indices), and its allocation one of
+/// `to`.
+using IndexMap = std::function<std::vector<Expr>(const std::vector<Expr>&)>;
+Stmt reindex_buffer(const Stmt& s, const Buffer& from, const Buffer& to, const IndexMap& map);
 /// Loads and stores of `from` become accesses of `to` at index - offset. A non-empty `order`
 /// permutes the dimensions: dimension d of `to` is dimension order[d] of `from`.
 Stmt redirect_buffer(const Stmt& s, const Buffer& from, const Buffer& to,

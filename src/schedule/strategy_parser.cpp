@@ -195,6 +195,13 @@ class Parser {
       expect(")");
       return pack(buffer, dim, factor);
     }
+    if (head == "merge_dims") {
+      std::string buffer = name();
+      expect(",");
+      int64_t dim = integer();
+      expect(")");
+      return merge_dims(buffer, dim);
+    }
     if (head == "tile" || head == "tile_nd") {
       // Loop names first, then as many sizes.
       std::vector<std::string> loops;

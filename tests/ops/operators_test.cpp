@@ -102,6 +102,26 @@ TEST(Operators, PointwiseConvolutionAsAMatmulReadsPixelsAsVectors) {
   ConfigSpace space = space_for(parse_workload("conv2d:N=1,C=5,H=6,W=8,O=3,K=1,S=1,P=0"));
   EXPECT_EQ(space.knobs()[0].name, "form");
   EXPECT_EQ(space.knobs()[0].labels, (std::vector<std::string>{"nchwc", "gemm"}));
+  // With the output's y and x merged, the gemm form's pixel blocks are boxes: its write cache and
+  // its parallel loops apply in either loop order.
+  std::mt19937_64 rng(5);
+  int cached = 0;
+  for (int i = 0; i < 400 && cached < 3; ++i) {
+    Config c = space.sample(rng);
+    if (space.value0(c, "form") != 1 || space.value0(c, "gemm.cache") != 1 ||
+        space.value0(c, "gemm.parallel") != 1 || space.value0(c, "gemm.order") != cached % 2) {
+      continue;
+    }
+    ProgramStrategy strategy = space.instantiate(c);
+    RewriteResult<Program> applied = strategy(op.program);
+    ASSERT_TRUE(applied.ok()) << strategy.text() << ": " << applied.message();
+    Evaluation cev = evaluate(op, applied.program(), params);
+    EXPECT_TRUE(cev.correct) << strategy.text() << ": " << cev.mismatch;
+    EXPECT_NE(cev.code.find("conv_local"), std::string::npos) << cev.code;
+    EXPECT_NE(cev.code.find("omp parallel"), std::string::npos) << cev.code;
+    ++cached;
+  }
+  EXPECT_EQ(cached, 3);
 }
 
 // Weights pre-packed ahead of time ([O/WB][C][K][K][WB]): the kernel packs nothing and one

@@ -215,6 +215,39 @@ TEST(StageRules, GatherMaterializesTheReadAsIm2col) {
   }
 }
 
+// merge_dims keeps every element's address; a fused pixel loop's (p / W, p % W) folds back into
+// p, so a block of pixels becomes a box that cache_write can accumulate.
+TEST(StageRules, MergeDimsFoldsAFusedLoopsIndicesBackIntoOne) {
+  const char* w = "conv2d:N=1,C=3,H=5,W=6,O=4,K=1,S=1,P=0";
+  OpInstance op = instantiate(parse_workload(w));
+  std::string text = print_program(apply_ok(op, "fuse(y, x) ; merge_dims(conv, 2)"));
+  EXPECT_NE(text.find("-> (conv: float32[1, 4, 30])"), std::string::npos) << text;
+  EXPECT_NE(text.find("conv[n, o, y.x.fused] = conv[n, o, y.x.fused] + "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("conv[n.init, o.init, y.init*6 + x.init] = 0.0f"), std::string::npos) << text;
+  std::string blocked = "fuse(y, x) ; split(y.x.fused, 8) ; cache_write(conv, y.x.fused.outer)";
+  EXPECT_FALSE(parse_strategy(blocked)(op.program)) << "(p / 6, p % 6) is not a box";
+  std::string merged =
+      "fuse(y, x) ; merge_dims(conv, 2) ; split(y.x.fused, 8) ; "
+      "cache_write(conv, y.x.fused.outer) ; parallel(o)";
+  expect_correct_everywhere(w, merged);
+  expect_correct_everywhere(w, "merge_dims(data, 1) ; merge_dims(conv, 0)");
+  // An allocated intermediate: the padded input.
+  expect_correct_everywhere("conv2d:N=1,C=2,H=5,W=5,O=3,K=3,S=1,P=1",
+                            "merge_dims(pad, 2) ; merge_dims(pad, 1)");
+
+  const std::pair<std::string, std::string> refusals[] = {
+      {"merge_dims(nope, 0)", "no buffer named nope"},
+      {"merge_dims(conv, 3)", "conv has 4 dimensions: there is no pair 3, 4 to merge"},
+      {"merge_dims(conv, -1)", "no pair -1, 0"},
+  };
+  for (const auto& [bad, message] : refusals) {
+    RewriteResult<Program> r = parse_strategy(bad)(op.program);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
+  }
+}
+
 // rfactor turns a reduction loop into a dimension of partial results, which makes it
 // vectorizable: a row sum along the contiguous row.
 TEST(StageRules, RfactorSplitsAReductionIntoPartialResults) {
