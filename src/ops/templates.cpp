@@ -103,6 +103,9 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
       if (packed) steps.push_back(parallel(g.packed + ".pack.0"));
       for (const std::string& l : g.parallel_prelude) steps.push_back(parallel(l));
     }
+    // A cache started from zero writes each block back whole, leaving the init pass dead (it is
+    // not, and stays, when the cache must first read the block: k blocked outside it).
+    if (cached) steps.push_back(try_(drop_init(g.output)));
     return seq_all(steps);
   };
   return ConfigSpace(std::move(name), std::move(knobs), instantiate);

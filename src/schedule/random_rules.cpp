@@ -33,7 +33,7 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
   auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
   auto stage = [&] { return allocated.names.empty() ? pick(buffers) : pick(allocated.names); };
   auto factor = [&] { return static_cast<int64_t>(1 + rng() % 8); };
-  switch (rng() % 14) {
+  switch (rng() % 15) {
     case 0:
       return split(pick(loops), factor());
     case 1:
@@ -64,6 +64,8 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
       return rfactor(stage(), pick(loops));
     case 13:
       return merge_dims(pick(buffers), static_cast<int64_t>(rng() % 4));
+    case 14:
+      return drop_init(pick(buffers));
     default:
       return split(pick(loops), factor());
   }

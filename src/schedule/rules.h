@@ -56,6 +56,10 @@ ProgramStrategy cache_read(const std::string& buffer, const std::string& loop);
 /// reads it; the read then loads the copy at the loops' variables. The read's indices may use only
 /// those loops. With a convolution's (n, rc, ry, rx, y, x) the copy is im2col's matrix.
 ProgramStrategy gather(const std::string& buffer, const std::vector<std::string>& loops);
+/// Removes the init nest of `stage` (the first nest writing it, setting it to one constant) when
+/// nothing reads the buffer and a later store provably writes every element — as a write cache
+/// started from the initial value does on write-back: the init pass would only be overwritten.
+ProgramStrategy drop_init(const std::string& stage);
 /// Dimensions `dim` and `dim + 1` of `buffer` become one (TVM's transform_layout for this case):
 /// every access [.., a, b, ..] becomes [.., a * extent + b, ..]. Buffers are dense row-major, so
 /// the storage and every element's address stay the same; what changes is that indices of a fused

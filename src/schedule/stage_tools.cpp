@@ -311,8 +311,16 @@ BufferSites buffer_sites(const Stmt& s, const Buffer& buffer) {
       stack_.pop_back();
     }
     void visit_(const StoreNode& n, const Stmt& self) override {
-      if (n.buffer == buffer_) sites.stores.push_back({&n, stack_});
+      if (n.buffer == buffer_) sites.stores.push_back({&n, stack_, guards_});
       StmtVisitor::visit_(n, self);
+    }
+    void visit_(const IfThenElseNode& n, const Stmt&) override {
+      visit_expr(n.cond);
+      guards_.push_back(n.cond);
+      visit(n.then_case);
+      guards_.back() = !n.cond;
+      if (n.else_case.defined()) visit(n.else_case);
+      guards_.pop_back();
     }
     void visit_expr(const Expr& e) override {
       class Loads : public ExprVisitor {
@@ -337,6 +345,7 @@ BufferSites buffer_sites(const Stmt& s, const Buffer& buffer) {
    private:
     const Buffer& buffer_;
     std::vector<const ForNode*> stack_;
+    std::vector<Expr> guards_;
   };
   Walk w(buffer);
   w.visit(s);

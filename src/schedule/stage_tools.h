@@ -54,6 +54,7 @@ struct BufferSites {
   struct Store {
     const StoreNode* store;
     std::vector<const ForNode*> loops;
+    std::vector<Expr> guards;  // conditions of the ifs around it (an else branch: the negation)
   };
   std::vector<Load> loads;
   std::vector<Store> stores;

@@ -181,10 +181,10 @@ class Parser {
       expect(",");
       return gather(buffer, loop_list(at, 1, 16, head));
     }
-    if (head == "compute_inline") {
+    if (head == "compute_inline" || head == "drop_init") {
       std::string stage = name();
       expect(")");
-      return compute_inline(stage);
+      return head == "drop_init" ? drop_init(stage) : compute_inline(stage);
     }
     if (head == "pack") {
       std::string buffer = name();

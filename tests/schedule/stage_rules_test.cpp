@@ -248,6 +248,58 @@ TEST(StageRules, MergeDimsFoldsAFusedLoopsIndicesBackIntoOne) {
   }
 }
 
+// A write cache started from the initial value writes every block back whole; the init pass
+// before it is then dead, and drop_init removes it only where that is proved.
+TEST(StageRules, DropInitRemovesAnInitPassThatIsOverwrittenEverywhere) {
+  OpInstance op = instantiate(parse_workload("matmul:M=16,N=16,K=8"));
+  std::string cached = "tile(i, j, 8, 8) ; cache_write(C, j.outer)";
+  EXPECT_NE(print_program(apply_ok(op, cached)).find("C[i.init, j.init] = 0.0f"),
+            std::string::npos);
+  std::string text = print_program(apply_ok(op, cached + " ; drop_init(C)"));
+  EXPECT_EQ(text.find("i.init"), std::string::npos) << text;
+  expect_correct_everywhere("matmul:M=16,N=16,K=8", cached + " ; drop_init(C)");
+  // Partial tiles: the only guards are C's bounds.
+  expect_correct_everywhere("matmul:M=20,N=12,K=5",
+                            "tile(i, j, 8, 8) ; cache_write(C, j.outer) ; parallel(i.outer) ; "
+                            "drop_init(C)");
+  expect_correct_everywhere("conv2d:N=1,C=3,H=5,W=6,O=4,K=1,S=1,P=0",
+                            "fuse(y, x) ; merge_dims(conv, 2) ; split(y.x.fused, 8) ; "
+                            "cache_write(conv, y.x.fused.outer) ; drop_init(conv)");
+  expect_correct_everywhere("conv2d:N=1,C=3,H=6,W=7,O=20,K=3,S=1,P=1",
+                            "split(o, 16) ; split(x, 4) ; reorder(conv.n, o.outer, y, x.outer, rc, "
+                            "ry, rx, x.inner, o.inner) ; cache_write(conv, x.outer, 0, 2, 3, 1) ; "
+                            "drop_init(conv)");
+  // The init nest inside the packed weights' and the padding's allocations.
+  expect_correct_everywhere("conv2d:N=1,C=3,H=6,W=7,O=20,K=3,S=1,P=1",
+                            "split(o, 16) ; split(x, 4) ; reorder(conv.n, o.outer, y, x.outer, rc, "
+                            "ry, rx, x.inner, o.inner) ; pack(weight, 0, 16) ; "
+                            "cache_write(conv, x.outer, 0, 2, 3, 1) ; parallel(o.outer) ; "
+                            "drop_init(conv)");
+
+  const std::pair<std::string, std::string> refusals[] = {
+      {"drop_init(nope)", "no buffer named nope"},
+      {"drop_init(C)", "C is read, so its initial values could be seen"},
+      // k blocked outside the cache: each block is read back in, so C is read.
+      {"tile(i, j, 8, 8) ; split(k, 4) ; reorder(k.outer, i.outer, j.outer) ; "
+       "cache_write(C, j.outer) ; drop_init(C)",
+       "C is read"},
+      // Block loops fused after the cache index the write-back through div/mod: not proved.
+      {"tile(i, j, 8, 8) ; cache_write(C, j.outer) ; fuse(i.outer, j.outer) ; drop_init(C)",
+       "no later store provably writes every element of C (index "},
+  };
+  for (const auto& [bad, message] : refusals) {
+    RewriteResult<Program> r = parse_strategy(bad)(op.program);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
+  }
+  OpInstance fused =
+      instantiate(parse_workload("conv2d_bias_relu:N=1,C=2,H=4,W=4,O=2,K=3,S=1,P=1"));
+  RewriteResult<Program> r = parse_strategy("drop_init(relu)")(fused.program);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("does more than set it to one constant"), std::string::npos)
+      << r.message();
+}
+
 // rfactor turns a reduction loop into a dimension of partial results, which makes it
 // vectorizable: a row sum along the contiguous row.
 TEST(StageRules, RfactorSplitsAReductionIntoPartialResults) {
