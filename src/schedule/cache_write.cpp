@@ -88,7 +88,7 @@ std::optional<Expr> initial_value(const Program& p, const ForNode& at, const Buf
   sites.visit(p.body);
   std::optional<Expr> value;
   for (const StoreNode* st : sites.outside_stores) {
-    bool constant = st->value.as<IntImmNode>() || st->value.as<FloatImmNode>();
+    bool constant = is_constant(st->value);
     if (!constant || (value && !same_expr(*value, st->value))) return std::nullopt;
     value = st->value;
   }

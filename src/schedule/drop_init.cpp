@@ -14,10 +14,6 @@ namespace tessera {
 
 namespace {
 
-bool is_constant(const Expr& e) {
-  return e.as<IntImmNode>() || e.as<FloatImmNode>();
-}
-
 // Every store in `s`, to any buffer.
 int count_stores(const Stmt& s) {
   class Counter : public StmtVisitor {

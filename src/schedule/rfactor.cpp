@@ -18,10 +18,6 @@ namespace tessera {
 
 namespace {
 
-bool is_constant(const Expr& e) {
-  return e.as<IntImmNode>() || e.as<FloatImmNode>();
-}
-
 // The combiner of an update `S[idx] = S[idx] op f`: op applied to two expressions, or null when
 // the value has another form.
 using Combiner = Expr (*)(Expr, Expr);

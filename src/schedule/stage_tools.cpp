@@ -194,6 +194,10 @@ class Reindex : public StmtMutator {
 
 }  // namespace
 
+bool is_constant(const Expr& e) {
+  return e.as<IntImmNode>() || e.as<FloatImmNode>();
+}
+
 Buffer find_buffer(const Program& p, const std::string& name) {
   for (const Buffer& b : p.args()) {
     if (b->name == name) return b;

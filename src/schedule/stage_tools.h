@@ -13,6 +13,9 @@
 
 namespace tessera {
 
+/// An integer or float literal (an init nest's value).
+bool is_constant(const Expr& e);
+
 /// A buffer of the program by name: an argument or an allocation.
 Buffer find_buffer(const Program& p, const std::string& name);
 bool is_argument(const Program& p, const Buffer& b);
