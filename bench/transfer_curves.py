@@ -41,6 +41,8 @@ def tune(args, workload, variant, seed):
                "--json"]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
+        if args.transfer_n0:
+            cmd += ["--transfer-n0", str(args.transfer_n0)]
         out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
         return json.loads(out)
 
@@ -82,6 +84,7 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--out", default="docs/transfer-curves", help="prefix of the .csv and .png written")
+    p.add_argument("--transfer-n0", type=float, default=0, help="passed to tessera tune (0: its default)")
     p.add_argument("--from-csv", help="redraw the figure and table from an earlier run's CSV")
     args = p.parse_args()
     if args.from_csv:

@@ -133,6 +133,11 @@ TuneAllCommand add_tune_all_command(CLI::App& app) {
                    "Transfer learning through the DB's global model: on (auto: the default) or "
                    "off")
       ->check(CLI::IsMember({"on", "off", "auto"}));
+  c.app
+      ->add_option("--transfer-n0", a.params.tune.transfer_n0,
+                   "Local records at which the global model's weight has halved: w = 1 / (1 + "
+                   "n / n0)")
+      ->check(CLI::PositiveNumber);
   c.app->add_option("--batch", a.params.tune.batch_size, "Trials per allocation to one task")
       ->check(CLI::PositiveNumber);
   c.app

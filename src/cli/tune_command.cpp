@@ -237,6 +237,11 @@ TuneCommands add_tune_commands(CLI::App& app) {
                    "Transfer learning from the DB's other workloads: on, off, or auto (on when "
                    "the DB holds records of other workloads for this machine)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
+  c.tune
+      ->add_option("--transfer-n0", t.params.transfer_n0,
+                   "Local records at which the global model's weight has halved: w = 1 / (1 + "
+                   "n / n0)")
+      ->check(CLI::PositiveNumber);
   c.tune->add_option("--batch", t.params.batch_size, "Measurements between model updates")
       ->check(CLI::PositiveNumber);
   c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)");
