@@ -29,6 +29,14 @@ void expect_correct_everywhere(const char* workload, const std::string& strategy
   EXPECT_TRUE(ev.correct) << ev.mismatch << "\n" << ev.code;
 }
 
+// The strategy does not apply to the program, and its message says `message`.
+void expect_refused(const Program& program, const std::string& strategy,
+                    const std::string& message) {
+  RewriteResult<Program> r = parse_strategy(strategy)(program);
+  ASSERT_FALSE(r.ok()) << strategy;
+  EXPECT_NE(r.message().find(message), std::string::npos) << strategy << ": " << r.message();
+}
+
 TEST(StageRules, ComputeAtComputesOnlyTheRowsOneIterationReads) {
   OpInstance op = instantiate(parse_workload("conv2d:N=1,C=2,H=6,W=6,O=2,K=3,S=1,P=1"));
   std::string text = print_program(apply_ok(op, "compute_at(pad, y)"));
@@ -169,11 +177,7 @@ TEST(StageRules, ReverseComputeAtRunsTheEpilogueOverEachFinishedBlock) {
        "stage relu reads bias_add, which is written outside conv.o.outer"},
       {"reverse_compute_at(relu, ry)", "stage relu reads bias_add, which is written outside ry"},
   };
-  for (const auto& [bad, message] : refusals) {
-    RewriteResult<Program> r = parse_strategy(bad)(op.program);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
-  }
+  for (const auto& [bad, message] : refusals) expect_refused(op.program, bad, message);
 }
 
 // gather with a convolution's loops is im2col: the padded input copied into a [C*K*K] x [OH*OW]
@@ -208,11 +212,7 @@ TEST(StageRules, GatherMaterializesTheReadAsIm2col) {
       {"gather(pad, rc, rc)", "loop rc is named twice"},
       {"gather(nothing, rc)", "no buffer named nothing"},
   };
-  for (const auto& [bad, message] : refusals) {
-    RewriteResult<Program> r = parse_strategy(bad)(op.program);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
-  }
+  for (const auto& [bad, message] : refusals) expect_refused(op.program, bad, message);
 }
 
 // merge_dims keeps every element's address; a fused pixel loop's (p / W, p % W) folds back into
@@ -241,11 +241,7 @@ TEST(StageRules, MergeDimsFoldsAFusedLoopsIndicesBackIntoOne) {
       {"merge_dims(conv, 3)", "conv has 4 dimensions: there is no pair 3, 4 to merge"},
       {"merge_dims(conv, -1)", "no pair -1, 0"},
   };
-  for (const auto& [bad, message] : refusals) {
-    RewriteResult<Program> r = parse_strategy(bad)(op.program);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
-  }
+  for (const auto& [bad, message] : refusals) expect_refused(op.program, bad, message);
 }
 
 // A write cache started from the initial value writes every block back whole; the init pass
@@ -287,17 +283,10 @@ TEST(StageRules, DropInitRemovesAnInitPassThatIsOverwrittenEverywhere) {
       {"tile(i, j, 8, 8) ; cache_write(C, j.outer) ; fuse(i.outer, j.outer) ; drop_init(C)",
        "no later store provably writes every element of C (index "},
   };
-  for (const auto& [bad, message] : refusals) {
-    RewriteResult<Program> r = parse_strategy(bad)(op.program);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
-  }
+  for (const auto& [bad, message] : refusals) expect_refused(op.program, bad, message);
   OpInstance fused =
       instantiate(parse_workload("conv2d_bias_relu:N=1,C=2,H=4,W=4,O=2,K=3,S=1,P=1"));
-  RewriteResult<Program> r = parse_strategy("drop_init(relu)")(fused.program);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.message().find("does more than set it to one constant"), std::string::npos)
-      << r.message();
+  expect_refused(fused.program, "drop_init(relu)", "does more than set it to one constant");
 }
 
 // rfactor turns a reduction loop into a dimension of partial results, which makes it
@@ -334,12 +323,8 @@ TEST(StageRules, RfactorSplitsAReductionIntoPartialResults) {
       {"matmul:M=4,N=4,K=6", "cache_write(C, j) ; rfactor(C.local, k)",
        "C.local is allocated inside i"},
   };
-  for (const auto& [workload, bad, message] : elsewhere) {
-    OpInstance other = instantiate(parse_workload(workload));
-    RewriteResult<Program> r = parse_strategy(bad)(other.program);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
-  }
+  for (const auto& [workload, bad, message] : elsewhere)
+    expect_refused(instantiate(parse_workload(workload)).program, bad, message);
 
   const std::pair<std::string, std::string> refusals[] = {
       {"rfactor(exp_sum, exp_sum.i)", "loop exp_sum.i indexes exp_sum: it is not a reduction loop"},
@@ -348,11 +333,7 @@ TEST(StageRules, RfactorSplitsAReductionIntoPartialResults) {
       {"rfactor(exp_sum, exp_sum.k) ; rfactor(exp_sum, exp_sum.k)",
        "a buffer named exp_sum.rf exists already"},
   };
-  for (const auto& [bad, message] : refusals) {
-    RewriteResult<Program> r = parse_strategy(bad)(op.program);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.message().find(message), std::string::npos) << bad << ": " << r.message();
-  }
+  for (const auto& [bad, message] : refusals) expect_refused(op.program, bad, message);
 }
 
 TEST(StageRules, CacheReadCopiesTheBlockThatIsRead) {
