@@ -130,8 +130,10 @@ class CEmitter : private ExprFunctor<CExpr> {
 /// stores of arithmetic); returns false and emits nothing otherwise.
 bool emit_vector_loop(CEmitter& em, const ForNode& loop);
 
-/// The coefficient of `v` in `e` when `e` is affine in v with a constant coefficient (0 when e
-/// does not use v); nullopt when e is not affine in v.
-std::optional<int64_t> affine_coefficient(const Expr& e, const VarNode* v);
+/// For a vectorized loop whose body is one guard (a split's tail) around a body emit_vector_loop
+/// accepts: emits `if (every lane passes) { the vector block } else {` and returns true; the
+/// caller emits the lane-by-lane loop and closes the block. Returns false and emits nothing when
+/// the guard or the body does not allow it.
+bool open_guarded_vector_loop(CEmitter& em, const ForNode& loop);
 
 }  // namespace tessera::codegen_c_detail

@@ -15,6 +15,9 @@
 //     argument as a vector, then call the scalar libm function lane by lane: there are no vector
 //     versions of them without -ffast-math (glibc's libmvec needs it), and the kernels are not
 //     compiled with it. The rest of the body stays vectorized.
+// A body that is one guard around such stores (the tail of a split whose factor does not divide
+// the extent) is tested on its first and last lane: where both pass, every lane does (see
+// open_guarded_vector_loop) and the vector block runs; elsewhere the lanes run one by one.
 // GNU C (unlike C++) has no `?:` on vectors, so bodies with varying comparisons, select, min, max,
 // bool values or integer division take the `#pragma omp simd` path in codegen_c.cpp instead.
 
@@ -22,41 +25,10 @@
 
 #include "codegen/codegen_c_emitter.h"
 #include "te/error.h"
+#include "te/expr_functor.h"
+#include "tir/simplify.h"
 
 namespace tessera::codegen_c_detail {
-
-std::optional<int64_t> affine_coefficient(const Expr& e, const VarNode* v) {
-  if (!uses_var(e, v)) return 0;
-  switch (e.kind()) {
-    case ExprKind::kVar:
-      return 1;
-    case ExprKind::kAdd: {
-      const auto* n = e.as<AddNode>();
-      auto a = affine_coefficient(n->a, v);
-      auto b = affine_coefficient(n->b, v);
-      if (!a || !b) return std::nullopt;
-      return *a + *b;
-    }
-    case ExprKind::kSub: {
-      const auto* n = e.as<SubNode>();
-      auto a = affine_coefficient(n->a, v);
-      auto b = affine_coefficient(n->b, v);
-      if (!a || !b) return std::nullopt;
-      return *a - *b;
-    }
-    case ExprKind::kMul: {
-      const auto* n = e.as<MulNode>();
-      const int64_t* ca = as_const_int(n->a);
-      const int64_t* cb = as_const_int(n->b);
-      if (!ca && !cb) return std::nullopt;  // v times something that is not a constant
-      auto other = affine_coefficient(ca ? n->b : n->a, v);
-      if (!other) return std::nullopt;
-      return *other * (ca ? *ca : *cb);
-    }
-    default:
-      return std::nullopt;
-  }
-}
 
 namespace {
 
@@ -335,6 +307,59 @@ bool emit_vector_loop(CEmitter& em, const ForNode& loop) {
   VectorLoop vl(em, loop);
   if (!vl.supported()) return false;
   vl.emit();
+  return true;
+}
+
+namespace {
+
+// Each comparison affine in v holds on an interval of v (possibly empty or everything), and so
+// does a conjunction of them: it holds on every lane exactly when it holds on the first and the
+// last. A `!=`, an `||` or a comparison v reaches through a load or a division has no such shape.
+bool holds_on_an_interval(const Expr& cond, const VarNode* v) {
+  if (!uses_var(cond, v)) return true;
+  auto affine_sides = [&](const auto* n) {
+    return affine_coefficient(n->a, v).has_value() && affine_coefficient(n->b, v).has_value();
+  };
+  switch (cond.kind()) {
+    case ExprKind::kAnd: {
+      const auto* n = cond.as<AndNode>();
+      return holds_on_an_interval(n->a, v) && holds_on_an_interval(n->b, v);
+    }
+    case ExprKind::kLT:
+      return affine_sides(cond.as<LTNode>());
+    case ExprKind::kLE:
+      return affine_sides(cond.as<LENode>());
+    case ExprKind::kGT:
+      return affine_sides(cond.as<GTNode>());
+    case ExprKind::kGE:
+      return affine_sides(cond.as<GENode>());
+    case ExprKind::kEQ:
+      return affine_sides(cond.as<EQNode>());
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool open_guarded_vector_loop(CEmitter& em, const ForNode& loop) {
+  const auto* guard = loop.body.as<IfThenElseNode>();
+  if (!guard || guard->else_case.defined() || !holds_on_an_interval(guard->cond, loop.var.get())) {
+    return false;
+  }
+  Stmt unguarded = make_for(loop.var, loop.min, loop.extent, loop.for_kind, guard->then_case);
+  VectorLoop vl(em, *unguarded.as<ForNode>());
+  if (!vl.supported()) return false;
+  const VarNode* v = loop.var.get();
+  Expr first = simplify(substitute(guard->cond, {{v, loop.min}}));
+  Expr last =
+      simplify(substitute(guard->cond, {{v, loop.min + static_cast<int>(loop.extent - 1)}}));
+  em.line(fmt::format("// {}: guarded; whole vectors where every lane passes the guard",
+                      em.var_name(v)));
+  em.open(fmt::format("if ({})", em.print(first && last).text));
+  vl.emit();
+  em.close();
+  em.open("else");
   return true;
 }
 

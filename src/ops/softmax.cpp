@@ -19,12 +19,15 @@ Tensor softmax_rows(const Tensor& x, const std::string& name) {
   IterVar k_max = reduce_axis(n, "k");
   Tensor row_max =
       compute({m}, [&](Var i) { return max(x(i, k_max.var), {k_max}); }, "row_max", {"i"});
+  Tensor row_exp = compute({m, n}, [&](Var i, Var j) { return exp(x(i, j) - row_max(i)); },
+                           "row_exp", {"i", "j"});
   IterVar k_sum = reduce_axis(n, "k");
   Tensor exp_sum =
-      compute({m}, [&](Var i) { return sum(exp(x(i, k_sum.var) - row_max(i)), {k_sum}); },
-              "exp_sum", {"i"});
-  return compute({m, n}, [&](Var i, Var j) { return exp(x(i, j) - row_max(i)) / exp_sum(i); }, name,
-                 {"i", "j"});
+      compute({m}, [&](Var i) { return sum(row_exp(i, k_sum.var), {k_sum}); }, "exp_sum", {"i"});
+  // One reciprocal per row instead of a division per element: a vector division costs as much
+  // as the whole exp polynomial on this CPU.
+  return compute({m, n}, [&](Var i, Var j) { return row_exp(i, j) * (Expr(1.0) / exp_sum(i)); },
+                 name, {"i", "j"});
 }
 
 namespace {
@@ -65,7 +68,8 @@ OpInstance build_softmax(const Workload& w) {
 // (docs/strategies.md), so they stay root nests before the softmax nest. What the rules allow on
 // them: vectorizing across rows (the row loop moved inside the column loop; the column loop of a
 // reduction carries a dependence and vectorize refuses it), or along the row after rfactor
-// (16 partial results per row), unrolling the column loop, parallel rows.
+// (16 partial results per row), unrolling the column loop, parallel rows. row_exp is read by two
+// stages, so it is either inlined into both (exp computed twice, no M x N buffer) or stored.
 ConfigSpace softmax_space(const Workload& w) {
   const int64_t m = positive(w, "M"), n = positive(w, "N");
   std::vector<Knob> knobs{
@@ -74,6 +78,7 @@ ConfigSpace softmax_space(const Workload& w) {
       choice_knob("row_stages", {"scalar", "vector_rows", "rfactor"}),
       choice_knob("unroll_k", {"off", "on"}),
       choice_knob("parallel", {"off", "rows"}),
+      choice_knob("exp", {"inline", "stored"}),
   };
   auto instantiate = [](const ConfigSpace& s, const Config& c) {
     const int64_t vector_j = s.value0(c, "vector_j");
@@ -81,11 +86,20 @@ ConfigSpace softmax_space(const Workload& w) {
     const bool rfactored = s.value0(c, "row_stages") == 2;
     const bool unroll_k = s.value0(c, "unroll_k") == 1;
     const bool par = s.value0(c, "parallel") == 1;
-    std::vector<ProgramStrategy> steps{split("softmax.i", s.value(c, "tile_row")[1])};
-    if (vector_j > 1) {
-      steps.push_back(split("j", vector_j));
-      steps.push_back(vectorize("j.inner"));
+    const bool exp_stored = s.value0(c, "exp") == 1;
+    std::vector<ProgramStrategy> steps;
+    if (!exp_stored) steps.push_back(compute_inline("row_exp"));
+    steps.push_back(split("softmax.i", s.value(c, "tile_row")[1]));
+    // The column loops of the elementwise nests: softmax, and row_exp when it is stored.
+    for (const char* stage : {"softmax", "row_exp"}) {
+      if (!exp_stored && std::string(stage) == "row_exp") continue;
+      const std::string j = std::string(stage) + ".j";
+      if (vector_j > 1) {
+        steps.push_back(split(j, vector_j));
+        steps.push_back(vectorize(j + ".inner"));
+      }
     }
+    if (exp_stored && par) steps.push_back(parallel("row_exp.i"));
     for (const char* stage : {"row_max", "exp_sum"}) {
       const std::string i = std::string(stage) + ".i", k = std::string(stage) + ".k";
       if (rfactored) {

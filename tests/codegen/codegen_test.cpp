@@ -202,6 +202,46 @@ TEST(CodegenC, VectorizedLoopOutsideTheVectorPathUsesOmpSimd) {
   }
 }
 
+// A split's tail: the guard is tested on the first and last lane, whole vectors run where both
+// pass, the tail runs lane by lane. A guard that does not hold on an interval of the lanes (`!=`)
+// keeps the lane-by-lane loop everywhere.
+TEST(CodegenC, GuardedVectorLoopRunsWholeVectorsBeforeTheTail) {
+  constexpr int kN = 37;
+  Buffer a = make_buffer("A", kF32, {3, kN});
+  Buffer b = make_buffer("B", kF32, {3, kN});
+  Var i("i"), jo("jo"), ji("ji");
+  Expr j = jo * 16 + ji;
+  auto program = [&](Expr guard) {
+    Stmt store = make_store(b, {i, j}, exp(make_load(a, {i, j})) * 2.0);
+    return make_program(
+        "tail", {a}, {b},
+        make_for(
+            i, 0, 3, kSerial,
+            make_for(jo, 0, 3, kSerial, make_for(ji, 0, 16, kVectorized, make_if(guard, store)))));
+  };
+  std::string tail = codegen_c(program(j < kN));
+  for (const char* piece : {"guarded; whole vectors", "tsr_f32x16", "__builtin_convertvector(exp_n",
+                            "#pragma omp simd", "else"}) {
+    EXPECT_NE(tail.find(piece), std::string::npos) << piece << " not in\n" << tail;
+  }
+  std::string not_interval = codegen_c(program(j < kN && ne(ji, 5)));
+  EXPECT_EQ(not_interval.find("tsr_f32x16"), std::string::npos) << not_interval;
+  for (bool skip_lane_5 : {false, true}) {
+    Module mod = compile_strict(skip_lane_5 ? not_interval : tail);
+    NDArray av = random_array(a, 4, -3, 3), bv = NDArray::empty(b->shape, kF32);
+    bv.fill_random(5, 7, 8);  // what the guard skips must stay as it was
+    NDArray before = bv.copy();
+    mod.run({&av, &bv});
+    for (int64_t n = 0; n < 3 * kN; ++n) {
+      if (skip_lane_5 && n % kN % 16 == 5) {
+        EXPECT_EQ(bv.get(n), before.get(n)) << n;
+      } else {
+        EXPECT_NEAR(bv.get(n), 2 * std::exp(av.get(n)), 1e-5 * 2 * std::exp(av.get(n))) << n;
+      }
+    }
+  }
+}
+
 // No vector sqrtf and friends without -ffast-math: the argument is one vector, the calls go lane by
 // lane, and the rest of the body stays vector code; float exp is computed on the whole vector. A
 // call that does not vary with the loop stays scalar.

@@ -300,7 +300,7 @@ TEST(StageRules, RfactorSplitsAReductionIntoPartialResults) {
   std::string text = print_program(apply_ok(op, strategy));
   EXPECT_NE(text.find("alloc exp_sum.rf: float32[3, 8]"), std::string::npos) << text;
   EXPECT_NE(text.find("exp_sum.rf[exp_sum.i, exp_sum.k.inner] = exp_sum.rf[exp_sum.i, "
-                      "exp_sum.k.inner] + exp("),
+                      "exp_sum.k.inner] + row_exp["),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("exp_sum[exp_sum.rf.0] = exp_sum[exp_sum.rf.0] + exp_sum.rf[exp_sum.rf.0, "
@@ -328,7 +328,7 @@ TEST(StageRules, RfactorSplitsAReductionIntoPartialResults) {
 
   const std::pair<std::string, std::string> refusals[] = {
       {"rfactor(exp_sum, exp_sum.i)", "loop exp_sum.i indexes exp_sum: it is not a reduction loop"},
-      {"rfactor(softmax, j)", "softmax is not a reduction (an init and an update)"},
+      {"rfactor(softmax, softmax.j)", "softmax is not a reduction (an init and an update)"},
       {"rfactor(exp_sum, row_max.k)", "loop row_max.k is not around the update of exp_sum"},
       {"rfactor(exp_sum, exp_sum.k) ; rfactor(exp_sum, exp_sum.k)",
        "a buffer named exp_sum.rf exists already"},
