@@ -69,7 +69,9 @@ OpInstance build_softmax(const Workload& w) {
 // them: vectorizing across rows (the row loop moved inside the column loop; the column loop of a
 // reduction carries a dependence and vectorize refuses it), or along the row after rfactor
 // (16 partial results per row), unrolling the column loop, parallel rows. row_exp is read by two
-// stages, so it is either inlined into both (exp computed twice, no M x N buffer) or stored.
+// stages, so it is either inlined into both (exp computed twice, no M x N buffer) or stored. With
+// `fuse`, every stage is computed at the softmax nest's row tile: one pass over x instead of three
+// or four, and row_exp needs storage for one tile only.
 ConfigSpace softmax_space(const Workload& w) {
   const int64_t m = positive(w, "M"), n = positive(w, "N");
   std::vector<Knob> knobs{
@@ -79,6 +81,7 @@ ConfigSpace softmax_space(const Workload& w) {
       choice_knob("unroll_k", {"off", "on"}),
       choice_knob("parallel", {"off", "rows"}),
       choice_knob("exp", {"inline", "stored"}),
+      choice_knob("fuse", {"off", "row_tile"}),
   };
   auto instantiate = [](const ConfigSpace& s, const Config& c) {
     const int64_t vector_j = s.value0(c, "vector_j");
@@ -87,9 +90,20 @@ ConfigSpace softmax_space(const Workload& w) {
     const bool unroll_k = s.value0(c, "unroll_k") == 1;
     const bool par = s.value0(c, "parallel") == 1;
     const bool exp_stored = s.value0(c, "exp") == 1;
+    const bool fused = s.value0(c, "fuse") == 1;
     std::vector<ProgramStrategy> steps;
     if (!exp_stored) steps.push_back(compute_inline("row_exp"));
     steps.push_back(split("softmax.i", s.value(c, "tile_row")[1]));
+    if (fused) {
+      // One pass over x per tile of rows, each stage computed at the tile while its rows are in
+      // cache; consumers first, so that each producer moves in front of its readers.
+      for (const char* stage : {"exp_sum", "row_exp", "row_max"}) {
+        if (!exp_stored && std::string(stage) == "row_exp") continue;
+        steps.push_back(compute_at(stage, "softmax.i.outer"));
+      }
+    }
+    // Inside a fused tile only the tile loop runs on threads.
+    const bool par_stages = par && !fused;
     // The column loops of the elementwise nests: softmax, and row_exp when it is stored.
     for (const char* stage : {"softmax", "row_exp"}) {
       if (!exp_stored && std::string(stage) == "row_exp") continue;
@@ -99,7 +113,7 @@ ConfigSpace softmax_space(const Workload& w) {
         steps.push_back(vectorize(j + ".inner"));
       }
     }
-    if (exp_stored && par) steps.push_back(parallel("row_exp.i"));
+    if (exp_stored && par_stages) steps.push_back(parallel("row_exp.i"));
     for (const char* stage : {"row_max", "exp_sum"}) {
       const std::string i = std::string(stage) + ".i", k = std::string(stage) + ".k";
       if (rfactored) {
@@ -107,7 +121,7 @@ ConfigSpace softmax_space(const Workload& w) {
         const std::string rf = std::string(stage) + ".rf";
         steps.insert(steps.end(),
                      {split(k, kRfLanes), rfactor(stage, k + ".inner"), vectorize(k + ".inner")});
-        if (par) {
+        if (par_stages) {
           steps.insert(steps.end(), {parallel(i + ".init"), parallel(i), parallel(rf + ".init.0"),
                                      parallel(rf + ".0")});
         }
@@ -127,7 +141,7 @@ ConfigSpace softmax_space(const Workload& w) {
         steps.push_back(vectorize(i + ".inner"));
       }
       if (unroll_k) steps.push_back(unroll(k + ".inner"));
-      if (par) {
+      if (par_stages) {
         steps.push_back(parallel(i + ".init"));
         steps.push_back(parallel(vector_rows ? i + ".outer" : i));
       }

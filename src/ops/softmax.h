@@ -30,9 +30,9 @@ OpInstance build_softmax(const Workload& w);
 /// of the elementwise nests' column loops (`vector_j`; 1 keeps them scalar), the row stages
 /// vectorized across 8 rows (`row_stages=vector_rows`: their column loop carries the reduction, so
 /// the row loop moves inside it) or along the row after `rfactor` into 16 partial results per row
-/// (`row_stages=rfactor`), a 4-way unrolled column loop in the row stages (`unroll_k`) and
-/// parallel rows in every stage (`parallel`). The row stages are reductions, which compute_at
-/// refuses, so they stay root nests.
+/// (`row_stages=rfactor`), a 4-way unrolled column loop in the row stages (`unroll_k`),
+/// parallel rows (`parallel`), and every stage computed at the softmax nest's row tile
+/// (`fuse=row_tile`: one pass over x, row_exp stored for one tile) or each in a nest of its own.
 ConfigSpace softmax_space(const Workload& w);
 
 }  // namespace tessera

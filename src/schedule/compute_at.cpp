@@ -233,6 +233,36 @@ Placement placement(const Stmt& root, const ForNode* at, const Stmt& later) {
   return w.result;
 }
 
+// Whether every store to `b` comes before `first` in program order (inside a loop around both,
+// before it in the loop's body): values `first` reads from b are then final when it runs, and
+// stay so at any later point.
+bool written_only_before(const Stmt& root, const Buffer& b, const Stmt& first) {
+  class Walk : public StmtVisitor {
+   public:
+    Walk(const Buffer& b, const Stmt& first) : b_(b), first_(first) {}
+    bool ok = true;
+
+   protected:
+    void visit_(const ForNode& n, const Stmt& self) override {
+      if (self.same_as(first_)) passed_ = true;
+      StmtVisitor::visit_(n, self);
+    }
+    void visit_(const StoreNode& n, const Stmt& self) override {
+      if (n.buffer == b_ && passed_) ok = false;
+      StmtVisitor::visit_(n, self);
+    }
+    using StmtVisitor::visit_;
+
+   private:
+    const Buffer& b_;
+    const Stmt& first_;
+    bool passed_ = false;
+  };
+  Walk w(b, first);
+  w.visit(root);
+  return w.ok;
+}
+
 int count_stores(const Stmt& s, const Buffer& b) {
   BuffersStored w;
   w.visit(s);
@@ -253,19 +283,45 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref
     if (!buffer) return fail("no buffer named " + stage);
     if (is_argument(p, buffer))
       return fail(stage + " is an argument of the program, not an intermediate stage");
+    // The stage's nests: one plain nest, or a reduction's init and update nests, which move
+    // together (the update keeps its whole reduction loop inside the box of one iteration).
+    std::vector<Stmt> nests;
+    std::vector<std::vector<const ForNode*>> nest_loops;  // the loops over the stage's dims
+    std::vector<Stmt> inner;                              // what runs inside them
     auto nest_or = find_stage_nest(p, buffer);
-    if (auto* why = std::get_if<std::string>(&nest_or)) return fail(*why);
-    const StageNest& nest = std::get<StageNest>(nest_or);
+    if (const auto* plain = std::get_if<StageNest>(&nest_or)) {
+      nests.push_back(plain->stmt);
+      nest_loops.push_back(plain->loops);
+      inner.push_back(make_store(buffer, plain->store->indices, plain->store->value));
+    } else {
+      auto red_or = find_reduction_nests(p, buffer);
+      if (auto* why = std::get_if<std::string>(&red_or))
+        return fail(std::get<std::string>(nest_or) + "; as a reduction: " + *why);
+      const ReductionNests& red = std::get<ReductionNests>(red_or);
+      nests = {red.init.stmt, red.update};
+      nest_loops = {red.init.loops, red.update_loops};
+      inner = {make_store(buffer, red.init.store->indices, red.init.store->value),
+               red.reduction_body};
+    }
     const ForNode* at = find_loop(p, ref.name);
     if (!at) return fail("no loop named " + ref.name);
-    for (const ForNode* l : nest.loops) {
-      if (l == at) return fail("loop " + ref.name + " belongs to stage " + stage);
+    for (const auto& loops : nest_loops) {
+      for (const ForNode* l : loops) {
+        if (l == at) return fail("loop " + ref.name + " belongs to stage " + stage);
+      }
     }
+    Stmt without = p.body;
+    for (const Stmt& n : nests) without = remove_statement(without, n);
 
-    // Every read of the stage must happen inside the loop, where it will be computed.
+    // Every read of the stage must happen inside the loop, where it will be computed (a
+    // reduction's update reads the stage itself: those reads move with it).
+    Program rest = p;
+    rest.body = without;
+    const ForNode* at_in_rest = find_loop(rest, ref.name);
+    if (!at_in_rest) return fail("loop " + ref.name + " is inside stage " + stage);
     LoadCounter inside(buffer), everywhere(buffer);
-    inside.visit(at->body);
-    everywhere.visit(p.body);
+    inside.visit(at_in_rest->body);
+    everywhere.visit(without);
     if (inside.loads == 0)
       return fail(fmt::format("the body of {} does not read {}", ref.name, stage));
     if (inside.loads != everywhere.loads)
@@ -273,43 +329,45 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref
 
     if (allocated_inside(at->body, buffer))
       return fail(fmt::format("{} is allocated inside {}", stage, ref.name));
-    auto box_or = access_box(*at, buffer, true, false);
+    auto box_or = access_box(*at_in_rest, buffer, true, false);
     if (auto* why = std::get_if<std::string>(&box_or)) return fail(*why);
     const AccessBox& box = std::get<AccessBox>(box_or);
 
     // The producer runs later than before: what it reads must not be written in between, which
-    // holds when nothing but the producer writes it.
-    BuffersLoaded reads;
-    reads.visit(nest.stmt);
-    BuffersStored writes;
-    writes.visit(p.body);
-    for (const Buffer& r : reads.buffers) {
-      for (const Buffer& w : writes.buffers) {
-        if (r == w && r != buffer)
-          return fail(fmt::format("stage {} reads {}, which the program writes", stage, r->name));
+    // holds when every write of it comes before the producer's first nest (an earlier stage).
+    for (const Stmt& n : nests) {
+      BuffersLoaded reads;
+      reads.visit(n);
+      for (const Buffer& r : reads.buffers) {
+        if (r != buffer && !written_only_before(p.body, r, nests.front()))
+          return fail(fmt::format("stage {} reads {}, which the program writes after {} runs",
+                                  stage, r->name, stage));
       }
     }
 
-    // The producer nest over the box, guarded to the region it computed before.
-    Stmt body = make_store(buffer, nest.store->indices, nest.store->value);
-    std::vector<Expr> vars;
-    Expr guard;
-    for (size_t d = 0; d < nest.loops.size(); ++d) {
-      const ForNode* l = nest.loops[d];
-      Expr c = Expr(l->var) >= l->min && Expr(l->var) < l->min + make_int(l->extent);
-      guard = guard.defined() ? (guard && c) : c;
+    // Each nest over the box, guarded to the region it computed before.
+    std::vector<Stmt> moved;
+    for (size_t n = 0; n < nests.size(); ++n) {
+      const std::vector<const ForNode*>& loops = nest_loops[n];
+      Expr guard;
+      for (const ForNode* l : loops) {
+        Expr c = Expr(l->var) >= l->min && Expr(l->var) < l->min + make_int(l->extent);
+        guard = guard.defined() ? (guard && c) : c;
+      }
+      Stmt body = make_if(guard, inner[n]);
+      for (size_t d = loops.size(); d-- > 0;) {
+        const ForNode* l = loops[d];
+        body =
+            make_for(l->var, box.base[d] + make_int(box.lo[d]), box.extent[d], l->for_kind, body);
+      }
+      moved.push_back(body);
     }
-    body = make_if(guard, body);
-    for (size_t d = nest.loops.size(); d-- > 0;) {
-      const ForNode* l = nest.loops[d];
-      body = make_for(l->var, box.base[d] + make_int(box.lo[d]), box.extent[d], l->for_kind, body);
-    }
-    Stmt without = remove_allocation(remove_statement(p.body, nest.stmt), buffer);
+    without = remove_allocation(without, buffer);
     std::vector<Expr> offset;
     for (size_t d = 0; d < box.base.size(); ++d)
       offset.push_back(simplify(box.base[d] + make_int(box.lo[d])));
-    PrependToLoop insert(ref.name, body, buffer, make_buffer(stage, buffer->dtype, box.extent),
-                         offset);
+    PrependToLoop insert(ref.name, make_seq(moved), buffer,
+                         make_buffer(stage, buffer->dtype, box.extent), offset);
     Stmt result = insert.visit(without);
     if (!insert.done) return fail("loop " + ref.name + " is inside stage " + stage);
     Program out = p;

@@ -183,12 +183,18 @@ ProgramStrategy rfactor(const std::string& stage, const std::string& loop_ref) {
           fmt::format("{} starts from {}, not the identity of its reduction: each partial "
                       "result would add it again",
                       stage, print_expr(*init)));
-    // The partials are combined after the nest holding the update: nothing else in that nest may
-    // read or write S, and S must exist around it.
-    Stmt root = loop_statement(p.body, update->loops.front());
-    if (allocated_inside(root, buffer))
+    // The partials are combined after the nest holding the update: the outermost loop around the
+    // update that S exists around (S computed at a loop is allocated inside it). Nothing else in
+    // that nest may read or write S.
+    size_t root_depth = 0;
+    while (root_depth < update->loops.size() &&
+           allocated_inside(loop_statement(p.body, update->loops[root_depth]), buffer))
+      ++root_depth;
+    if (root_depth == update->loops.size())
       return fail(
-          fmt::format("{} is allocated inside {}", stage, update->loops.front()->var.name()));
+          fmt::format("{} is allocated inside {}", stage, update->loops.back()->var.name()));
+    const ForNode* root_loop = update->loops[root_depth];
+    Stmt root = loop_statement(p.body, root_loop);
     BufferSites in_root = buffer_sites(root, buffer);
     if (in_root.loads.size() != 1 || count_loads(f, buffer) != 0)
       return fail(fmt::format("{} is read in its loop nest other than by its update", stage));
@@ -196,6 +202,9 @@ ProgramStrategy rfactor(const std::string& stage, const std::string& loop_ref) {
       return fail(fmt::format("{} is written in its loop nest other than by its update", stage));
     if (std::find(update->loops.begin(), update->loops.end(), loop) == update->loops.end())
       return fail(fmt::format("loop {} is not around the update of {}", ref.name, stage));
+    if (std::find(update->loops.begin(), update->loops.begin() + root_depth, loop) !=
+        update->loops.begin() + root_depth)
+      return fail(fmt::format("loop {} is around the allocation of {}", ref.name, stage));
     for (const Expr& index : update->store->indices) {
       if (uses_var(index, loop->var.get()))
         return fail(fmt::format("loop {} indexes {}: it is not a reduction loop", ref.name, stage));
@@ -216,7 +225,7 @@ ProgramStrategy rfactor(const std::string& stage, const std::string& loop_ref) {
       std::vector<Expr> out(v.begin(), v.end() - 1);
       return make_store(buffer, out, combine(make_load(buffer, out), make_load(rf, v)));
     });
-    Rewrite rewrite(update->store, new_update, update->loops.front(), rf, rf_init, rf_combine);
+    Rewrite rewrite(update->store, new_update, root_loop, rf, rf_init, rf_combine);
     Program out = p;
     out.body = simplify(rewrite.visit(p.body));
     return RewriteResult<Program>::success(std::move(out));

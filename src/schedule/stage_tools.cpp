@@ -235,16 +235,29 @@ std::variant<AccessBox, std::string> access_box(const ForNode& loop, const Buffe
     const Access& acc = c.accesses[a];
     RangeMap inner_ranges;
     std::vector<std::pair<const VarNode*, Expr>> inner_zero;
+    // A loop inside that starts at a value of the loops outside (a stage already computed at
+    // this loop) counts from 0 in a fresh variable; its start joins the base.
+    std::vector<Var> counters;
+    std::vector<std::pair<const VarNode*, Expr>> from_zero;
     for (const ForNode* f : acc.inner) {
-      const int64_t* mn = as_const_int(simplify(f->min));
-      if (!mn)
-        return fmt::format("loop {} inside {} has a variable start", f->var.name(),
-                           loop.var.name());
-      inner_ranges[f->var.get()] = {*mn, *mn + f->extent - 1};
-      inner_zero.emplace_back(f->var.get(), make_int(0));
+      Expr start = simplify(f->min);
+      if (const int64_t* mn = as_const_int(start)) {
+        inner_ranges[f->var.get()] = {*mn, *mn + f->extent - 1};
+        inner_zero.emplace_back(f->var.get(), make_int(0));
+        continue;
+      }
+      for (const ForNode* g : acc.inner) {
+        if (uses_var(start, g->var.get()))
+          return fmt::format("loop {} inside {} starts at a value of loop {} inside it",
+                             f->var.name(), loop.var.name(), g->var.name());
+      }
+      counters.emplace_back(f->var.name());
+      from_zero.emplace_back(f->var.get(), start + counters.back());
+      inner_ranges[counters.back().get()] = {0, f->extent - 1};
+      inner_zero.emplace_back(counters.back().get(), make_int(0));
     }
     for (size_t d = 0; d < ndim; ++d) {
-      Expr index = simplify(acc.indices[d]);
+      Expr index = simplify(substitute(acc.indices[d], from_zero));
       Expr base = simplify(substitute(index, inner_zero));
       std::optional<IntRange> span = bound_of(simplify(index - base), inner_ranges);
       if (!span) {
@@ -300,6 +313,64 @@ std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buf
   }
   return "stage " + buffer->name +
          " is written by more than one loop nest (a reduction is an init and an update nest)";
+}
+
+std::variant<ReductionNests, std::string> find_reduction_nests(const Program& p,
+                                                               const Buffer& buffer) {
+  StoreCounter all(buffer);
+  all.visit(p.body);
+  if (all.stores == 0) return "nothing writes " + buffer->name;
+  NestCandidates candidates;
+  candidates.visit(p.body);
+  std::vector<Stmt> writers;
+  int stores = 0;
+  for (const Stmt& nest : candidates.nests) {
+    StoreCounter here(buffer);
+    here.visit(nest);
+    if (here.stores == 0) continue;
+    writers.push_back(nest);
+    stores += here.stores;
+  }
+  if (writers.size() != 2 || stores != all.stores)
+    return "stage " + buffer->name + " is not one init nest and one update nest";
+  ReductionNests r;
+  r.init.stmt = writers[0];
+  Stmt cur = writers[0];
+  while (const auto* f = cur.as<ForNode>()) {
+    r.init.loops.push_back(f);
+    cur = f->body;
+  }
+  r.init.store = cur.as<StoreNode>();
+  const size_t ndim = buffer->shape.size();
+  bool plain = r.init.store && r.init.loops.size() == ndim && is_constant(r.init.store->value);
+  for (size_t d = 0; plain && d < ndim; ++d)
+    plain = r.init.store->indices[d].as<VarNode>() == r.init.loops[d]->var.get();
+  if (!plain)
+    return "the first nest writing " + buffer->name +
+           " is not a plain nest storing a constant (a reduction's init)";
+  r.update = writers[1];
+  cur = writers[1];
+  while (r.update_loops.size() < ndim) {
+    const auto* f = cur.as<ForNode>();
+    if (!f) break;
+    r.update_loops.push_back(f);
+    cur = f->body;
+  }
+  r.reduction_body = cur;
+  bool outer_plain = r.update_loops.size() == ndim;
+  BufferSites sites = buffer_sites(cur, buffer);
+  for (const auto& st : sites.stores) {
+    for (size_t d = 0; outer_plain && d < ndim; ++d)
+      outer_plain = st.store->indices[d].as<VarNode>() == r.update_loops[d]->var.get();
+  }
+  for (const auto& ld : sites.loads) {
+    for (size_t d = 0; outer_plain && d < ndim; ++d)
+      outer_plain = ld.load->indices[d].as<VarNode>() == r.update_loops[d]->var.get();
+  }
+  if (!outer_plain)
+    return "the update of " + buffer->name +
+           " does not start with one loop per dimension of it, accessing it at those loops";
+  return r;
 }
 
 BufferSites buffer_sites(const Stmt& s, const Buffer& buffer) {

@@ -48,6 +48,19 @@ struct StageNest {
 };
 std::variant<StageNest, std::string> find_stage_nest(const Program& p, const Buffer& buffer);
 
+/// A reduction stage in the form `lower` gives it: an init nest (a plain StageNest storing a
+/// constant) followed by an update nest whose outer loops are the stage's dimensions in order
+/// (`update_loops`) and whose body below them (the reduction loops, however scheduled) stores
+/// `buffer` only at those loops' variables.
+struct ReductionNests {
+  StageNest init;
+  Stmt update;
+  std::vector<const ForNode*> update_loops;
+  Stmt reduction_body;
+};
+std::variant<ReductionNests, std::string> find_reduction_nests(const Program& p,
+                                                               const Buffer& buffer);
+
 /// Every load and store of `buffer` in `s`, each with the loops around it (outermost first).
 struct BufferSites {
   struct Load {

@@ -212,10 +212,12 @@ TEST(Softmax, EveryKnobOnApplies) {
   OpInstance op = build_softmax(w);
   ConfigSpace space = softmax_space(w);
   // The last value of every knob: 8-row tiles, vector_j=16, row stages vectorized across rows,
-  // unrolled column loops, parallel rows, row_exp stored.
+  // unrolled column loops, parallel rows, row_exp stored; the stages in nests of their own.
   Config all_on;
   for (const Knob& k : space.knobs())
-    all_on.choice.push_back(k.name == "row_stages" ? 1 : static_cast<int>(k.values.size()) - 1);
+    all_on.choice.push_back(k.name == "row_stages" ? 1
+                            : k.name == "fuse"     ? 0
+                                                   : static_cast<int>(k.values.size()) - 1);
   ProgramStrategy s = space.instantiate(all_on);
   RewriteResult<Program> r = s(op.program);
   ASSERT_TRUE(r) << r.message() << "\n" << s.text();
@@ -264,9 +266,28 @@ TEST(Softmax, EveryKnobOnApplies) {
             std::string::npos)
       << in_text;
   EXPECT_TRUE(compiled_matches(op, in.program(), 95, 105, 6)) << in_text;
-  // The row stages cannot move into the row loop yet: compute_at refuses a reduction (two nests).
-  // When it learns to move one, softmax_space should get a knob for it and this check goes.
-  EXPECT_FALSE(compute_at("exp_sum", "softmax.i")(op.program));
+  // Fused: every stage computed at the row tile, in producer order, one parallel loop.
+  Config fused = rfactored;
+  for (size_t i = 0; i < space.knobs().size(); ++i) {
+    if (space.knobs()[i].name == "fuse") fused.choice[i] = 1;
+    if (space.knobs()[i].name == "tile_row") fused.choice[i] = 1;  // 2 rows per tile
+  }
+  RewriteResult<Program> fu = space.instantiate(fused)(op.program);
+  ASSERT_TRUE(fu) << fu.message();
+  std::string fu_text = print_program(fu.program());
+  size_t at = fu_text.find("parallel for softmax.i.outer in 0..6 {");
+  ASSERT_NE(at, std::string::npos) << fu_text;
+  size_t last = at;
+  for (const char* piece : {"alloc row_max: float32[2]", "alloc row_exp: float32[2, 48]",
+                            "alloc exp_sum: float32[2]", "vectorized for softmax.j.inner"}) {
+    size_t where = fu_text.find(piece);
+    ASSERT_NE(where, std::string::npos) << piece << " not in\n" << fu_text;
+    EXPECT_GT(where, last) << piece << " not after the previous piece in\n" << fu_text;
+    last = where;
+  }
+  EXPECT_EQ(fu_text.find("parallel", at + 1), std::string::npos) << fu_text;
+  EXPECT_TRUE(compiled_matches(op, fu.program(), -5, 5, 7)) << fu_text;
+  EXPECT_TRUE(compiled_matches(op, fu.program(), 95, 105, 8)) << fu_text;
 }
 
 TEST(Softmax, RandomConfigurationsPrintParseAndCompute) {

@@ -50,6 +50,45 @@ TEST(StageRules, ComputeAtComputesOnlyTheRowsOneIterationReads) {
                             "split(y, 2) ; compute_at(pad, y.outer)");
 }
 
+// A reduction moves with its init: both nests over the box one iteration reads, the reduction
+// loop whole inside. Consumers first, so each producer lands in front of its readers; a stage
+// already computed at the loop (a loop inside with a variable start) is part of the box.
+TEST(StageRules, ComputeAtMovesAReductionWithItsInit) {
+  const char* w = "softmax:M=6,N=20";
+  OpInstance op = instantiate(parse_workload(w));
+  std::string text =
+      print_program(apply_ok(op, "split(softmax.i, 2) ; compute_at(exp_sum, softmax.i.outer)"));
+  size_t last = 0;
+  for (const char* piece :
+       {"for softmax.i.outer in 0..3 {", "alloc exp_sum: float32[2]",
+        "for exp_sum.i.init in (softmax.i.outer*2)..+2 {",
+        "exp_sum[exp_sum.i.init - softmax.i.outer*2] = 0.0f",
+        "for exp_sum.i in (softmax.i.outer*2)..+2 {", "for exp_sum.k in 0..20"}) {
+    size_t where = text.find(piece);
+    ASSERT_NE(where, std::string::npos) << piece << " not in\n" << text;
+    EXPECT_GT(where, last) << piece << " not after the previous piece in\n" << text;
+    last = where;
+  }
+  const std::string chain =
+      "split(softmax.i, 2) ; compute_at(exp_sum, softmax.i.outer) ; "
+      "compute_at(row_exp, softmax.i.outer) ; compute_at(row_max, softmax.i.outer)";
+  expect_correct_everywhere(w, chain);
+  // rfactor then combines the partials inside the tile, where the stage is allocated.
+  expect_correct_everywhere(w, chain +
+                                   " ; split(exp_sum.k, 8) ; rfactor(exp_sum, exp_sum.k.inner) ; "
+                                   "vectorize(exp_sum.k.inner) ; parallel(softmax.i.outer)");
+  expect_correct_everywhere("conv2d_bias_relu:N=1,C=3,H=6,W=7,O=4,K=3,S=1,P=1",
+                            "compute_at(conv, bias_add.o) ; compute_at(pad, bias_add.o)");
+  expect_refused(op.program, "compute_at(row_exp, softmax.i)",
+                 "row_exp is also read outside softmax.i");
+  // After rfactor the partials are written after the init nest: moving the init would read them
+  // before they exist.
+  expect_refused(op.program,
+                 "split(exp_sum.k, 4) ; rfactor(exp_sum, exp_sum.k.inner) ; "
+                 "compute_at(exp_sum, softmax.i)",
+                 "stage exp_sum reads exp_sum.rf, which the program writes after exp_sum runs");
+}
+
 TEST(StageRules, ComputeInlineReplacesReadsByTheDefinition) {
   OpInstance op = instantiate(parse_workload("conv2d:N=1,C=2,H=6,W=6,O=2,K=3,S=1,P=1"));
   std::string text = print_program(apply_ok(op, "compute_inline(pad)"));
@@ -314,14 +353,18 @@ TEST(StageRules, RfactorSplitsAReductionIntoPartialResults) {
                             "parallel(row_max.rf.0)");
   expect_correct_everywhere("matmul:M=5,N=6,K=9", "split(k, 4) ; rfactor(C, k.outer)");
   expect_correct_everywhere("conv2d:N=1,C=2,H=5,W=5,O=3,K=3,S=1,P=1", "rfactor(conv, rx)");
-  // Where combining after the update's nest would be too late, or S lives inside that nest.
+  // A stage allocated inside loops (a write cache) is rfactored below its allocation.
+  expect_correct_everywhere("matmul:M=4,N=4,K=6", "cache_write(C, j) ; rfactor(C.local, k)");
+  // Where combining after the update's nest would be too late, or l is outside S's allocation.
   const std::tuple<const char*, std::string, std::string> elsewhere[] = {
       {"conv2d_bias_relu:N=1,C=3,H=6,W=7,O=6,K=3,S=1,P=1",
        "split(conv.x, 3) ; compute_inline(bias_add) ; reverse_compute_at(relu, conv.x.outer) ; "
        "rfactor(conv, rx)",
        "conv is read in its loop nest other than by its update"},
-      {"matmul:M=4,N=4,K=6", "cache_write(C, j) ; rfactor(C.local, k)",
-       "C.local is allocated inside i"},
+      {"softmax:M=4,N=6",
+       "split(softmax.i, 2) ; compute_at(exp_sum, softmax.i.outer) ; "
+       "rfactor(exp_sum, softmax.i.outer)",
+       "loop softmax.i.outer is around the allocation of exp_sum"},
   };
   for (const auto& [workload, bad, message] : elsewhere)
     expect_refused(instantiate(parse_workload(workload)).program, bad, message);
