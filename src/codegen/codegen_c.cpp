@@ -42,6 +42,11 @@ const std::vector<std::pair<std::string, std::string>>& helper_definitions() {
          "  int32_t q = a / b;\n"
          "  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;\n"
          "}\n"},
+        {"tsr_immintrin",
+         "/* AVX-512 intrinsics, where the compiler targets them (the vector exp's vscalefps). */\n"
+         "#if defined(__AVX512F__)\n"
+         "#include <immintrin.h>\n"
+         "#endif\n"},
         {"tsr_floormod",
          "/* Floor modulo: the result has the sign of the divisor. */\n"
          "static inline int32_t tsr_floormod(int32_t a, int32_t b) {\n"

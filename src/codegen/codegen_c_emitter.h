@@ -69,6 +69,8 @@ class CEmitter : private ExprFunctor<CExpr> {
   std::string vector_type(DType t, int64_t lanes);
   /// The C function computing intrinsic f on type t (`expf`, `exp`, or a tsr_ helper).
   std::string math_function(Intrinsic f, DType t);
+  /// Records that the kernel uses helper `name` (a definition or include before the function).
+  std::string helper(const std::string& name);
   /// Appends one indented line.
   void line(const std::string& text);
   /// Appends `text {` (or `{` when text is empty) and indents.
@@ -81,7 +83,6 @@ class CEmitter : private ExprFunctor<CExpr> {
   void emit_store(const StoreNode& n);
   void emit_allocate(const AllocateNode& n);
   void emit_if(const IfThenElseNode& n);
-  std::string helper(const std::string& name);
   CExpr binary(const Expr& a, const Expr& b, const char* op, int prec, int left_min, int right_min);
   CExpr call(const std::string& fn, const Expr& a, const Expr& b);
 

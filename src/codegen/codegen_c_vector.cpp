@@ -9,12 +9,13 @@
 //   - + - * and float / act on whole vectors, so `c + a * b` contracts to an FMA;
 //   - v itself, used as a value, is the vector {m, m + 1, ..., m + L - 1};
 //   - float32 exp is computed on the whole vector (Cephes' expf: round x·log2(e) to n, a degree-6
-//     polynomial for e^r on the remainder, 2^n built in the exponent bits as two factors so that
-//     every n from -150 to 128 stays normal; max relative error about 2e-7, inf above 88.72,
-//     NaN kept); the other intrinsic calls (log, sqrt, tanh, sigmoid, float64 exp) compute their
-//     argument as a vector, then call the scalar libm function lane by lane: there are no vector
-//     versions of them without -ffast-math (glibc's libmvec needs it), and the kernels are not
-//     compiled with it. The rest of the body stays vectorized.
+//     polynomial for e^r on the remainder, then 2^n: vscalefps where AVX-512 is there, else built
+//     in the exponent bits as two factors so that every n from -150 to 128 stays normal; max
+//     relative error about 2e-7, inf above 88.72, NaN kept); the other intrinsic calls (log, sqrt,
+//     tanh, sigmoid, float64 exp) compute their argument as a vector, then call the scalar libm
+//     function lane by lane: there are no vector versions of them without -ffast-math (glibc's
+//     libmvec needs it), and the kernels are not compiled with it. The rest of the body stays
+//     vectorized.
 // A body that is one guard around such stores (the tail of a split whose factor does not divide
 // the extent) is tested on its first and last lane: where both pass, every lane does (see
 // open_guarded_vector_loop) and the vector block runs; elsewhere the lanes run one by one.
@@ -216,31 +217,59 @@ class VectorLoop {
                       result = name("vec");
     const char* kMax = "88.72283935546875f";  // above it e^x overflows to inf
     const char* kMin = "-104.0f";             // below it e^x rounds to 0
+    // e^x = 2^n e^r with n = round(x log2 e) and r = x - n ln 2 in two parts; e^r by a degree-6
+    // polynomial. Round to nearest through 1.5 * 2^23, where the float spacing is 1.
+    auto reduce_and_poly = [&](const std::string& clamped) {
+      em_.line(
+          fmt::format("const {0} {1} = ({2} * 1.44269504088896341f + 12582912.0f) - 12582912.0f;",
+                      type, n, clamped));
+      em_.line(fmt::format("{0} {1} = {2} - {3} * 0.693359375f;", type, r, clamped, n));
+      em_.line(fmt::format("{0} = {0} + {1} * 2.12194440e-4f;", r, n));
+      em_.line(fmt::format("{} {} = {};", type, p, splat("1.9875691500e-4f")));
+      for (const char* c : {"1.3981999507e-3f", "8.3334519073e-3f", "4.1665795894e-2f",
+                            "1.6666665459e-1f", "5.0000001201e-1f"}) {
+        em_.line(fmt::format("{0} = {0} * {1} + {2};", p, r, c));
+      }
+      em_.line(fmt::format("{0} = {0} * {1} * {1} + {1} + 1.0f;", p, r));
+    };
+    em_.line(fmt::format("{} {};", type, result));
+    // With AVX-512, vscalefps computes p * 2^n with overflow to inf and gradual underflow, so
+    // only a clamp (which keeps NaN: maxps returns its second operand then) remains: half the
+    // instructions of the portable version below.
+    const char* prefix = lanes_ == 16  ? "_mm512"
+                         : lanes_ == 8 ? "_mm256"
+                         : lanes_ == 4 ? "_mm"
+                                       : "";
+    if (*prefix) {
+      em_.line(lanes_ == 16 ? "#if defined(__AVX512F__)"
+                            : "#if defined(__AVX512F__) && defined(__AVX512VL__)");
+      em_.helper("tsr_immintrin");
+      em_.open("");
+      // 89 rather than 88.72...: 2^128 times e^r > 1 overflows to inf in vscalefps itself.
+      em_.line(fmt::format("const {0} {1} = {2}_min_ps({3}, {2}_max_ps({4}, {5}));", type, xc,
+                           prefix, splat("89.0f"), splat(kMin), x));
+      reduce_and_poly(xc);
+      em_.line(fmt::format("{} = {}_scalef_ps({}, {});", result, prefix, p, n));
+      em_.close();
+      em_.line("#else");
+    }
+    em_.open("");
     em_.line(fmt::format("const {} {} = {} > {};", itype, hi, x, splat(kMax)));
     em_.line(fmt::format("const {} {} = {} < {};", itype, lo, x, splat(kMin)));
     em_.line(
         fmt::format("const {0} {1} = ({0})((({2}){3} & ~{4} & ~{5}) | (({2}){6} & {4}) | "
                     "(({2}){7} & {5}));",
                     type, xc, itype, x, hi, lo, splat(kMax), splat(kMin)));
-    // Round to nearest through 1.5 * 2^23, where the float spacing is 1.
-    em_.line(fmt::format(
-        "const {0} {1} = ({2} * 1.44269504088896341f + 12582912.0f) - 12582912.0f;", type, n, xc));
-    em_.line(fmt::format("{0} {1} = {2} - {3} * 0.693359375f;", type, r, xc, n));
-    em_.line(fmt::format("{0} = {0} + {1} * 2.12194440e-4f;", r, n));
-    em_.line(fmt::format("{} {} = {};", type, p, splat("1.9875691500e-4f")));
-    for (const char* c : {"1.3981999507e-3f", "8.3334519073e-3f", "4.1665795894e-2f",
-                          "1.6666665459e-1f", "5.0000001201e-1f"}) {
-      em_.line(fmt::format("{0} = {0} * {1} + {2};", p, r, c));
-    }
-    em_.line(fmt::format("{0} = {0} * {1} * {1} + {1} + 1.0f;", p, r));
+    reduce_and_poly(xc);
     em_.line(fmt::format("const {} {} = __builtin_convertvector({}, {});", itype, ni, n, itype));
     em_.line(fmt::format("const {} {} = {} >> 1;", itype, n1, ni));
-    em_.line(
-        fmt::format("{0} {1} = {2} * ({3})(({4} + 127) << 23) * ({3})(({5} - {4} + "
-                    "127) << 23);",
-                    type, result, p, type, n1, ni));
+    // 2^n as two factors, so that every n from -150 to 128 stays a normal float.
+    em_.line(fmt::format("{0} = {1} * ({2})(({3} + 127) << 23) * ({2})(({4} - {3} + 127) << 23);",
+                         result, p, type, n1, ni));
     em_.line(fmt::format("{0} = ({1})((({2}){0} & ~{3}) | (({2}){4} & {3}));", result, type, itype,
                          hi, splat("__builtin_inff()")));
+    em_.close();
+    if (*prefix) em_.line("#endif");
     return result;
   }
 

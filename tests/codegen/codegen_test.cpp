@@ -280,27 +280,41 @@ TEST(CodegenC, VectorExpMatchesLibmOverItsRange) {
       -200.f, -104.5f, -103.9f, -100.f,  -90.f,  -87.5f,  -87.3f,        -50.f, -10.f, -1.f,
       -1e-6f, 0.f,     1e-6f,   0.25f,   0.5f,   0.6931f, 1.f,           3.f,   10.f,  50.f,
       80.f,   88.f,    88.72f,  88.722f, 88.73f, 100.f,   std::nanf(""), -0.f,  2.5f,  -2.5f};
-  const int64_t n = static_cast<int64_t>(inputs.size()) + 2;  // 32 lanes: two vectors
+  const int n = static_cast<int>(inputs.size()) + 2;  // 32 values
   Buffer a = make_buffer("A", kF32, {n});
   Buffer b = make_buffer("B", kF32, {n});
-  Var i("i");
-  Program p = make_program(
-      "vexp", {a}, {b}, make_for(i, 0, n, kVectorized, make_store(b, {i}, exp(make_load(a, {i})))));
-  Module mod = compile_strict(codegen_c(p));
-  NDArray av = NDArray::empty(a->shape, kF32), bv = NDArray::empty(b->shape, kF32);
-  for (int64_t k = 0; k < n; ++k) av.set(k, k < int64_t(inputs.size()) ? inputs[k] : 0.125 * k);
-  mod.run({&av, &bv});
-  for (int64_t k = 0; k < n; ++k) {
-    float x = static_cast<float>(av.get(k)), got = static_cast<float>(bv.get(k)),
-          want = std::exp(x);
-    if (std::isnan(x)) {
-      EXPECT_TRUE(std::isnan(got)) << got;
-    } else if (std::isinf(want)) {
-      EXPECT_TRUE(std::isinf(got) && got > 0) << x << " -> " << got;
-    } else if (want < 1.2e-38f) {  // denormal results carry fewer bits
-      EXPECT_NEAR(got, want, 3e-45f) << x;
-    } else {
-      EXPECT_NEAR(got, want, 4e-7f * want) << x;
+  // 32 lanes (the portable path: no AVX-512 instruction is that wide), 16 and 8 lanes (vscalefps
+  // where the compiler targets AVX-512), and 16 lanes compiled without AVX-512.
+  for (int lanes : {32, 16, 8, -16}) {
+    SCOPED_TRACE(lanes);
+    const int width = std::abs(lanes);
+    Var o("o"), i("i");
+    Expr at = o * width + i;
+    Program p = make_program(
+        "vexp", {a}, {b},
+        make_for(o, 0, n / width, kSerial,
+                 make_for(i, 0, width, kVectorized, make_store(b, {at}, exp(make_load(a, {at}))))));
+    std::string code = codegen_c(p);
+    EXPECT_EQ(code.find("_scalef_ps") != std::string::npos, width <= 16) << code;
+    CompileOptions options;
+    options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
+    if (lanes < 0) options.flags.push_back("-mno-avx512f");
+    Module mod = Module::compile(code, options);
+    NDArray av = NDArray::empty(a->shape, kF32), bv = NDArray::empty(b->shape, kF32);
+    for (int64_t k = 0; k < n; ++k) av.set(k, k < int64_t(inputs.size()) ? inputs[k] : 0.125 * k);
+    mod.run({&av, &bv});
+    for (int64_t k = 0; k < n; ++k) {
+      float x = static_cast<float>(av.get(k)), got = static_cast<float>(bv.get(k)),
+            want = std::exp(x);
+      if (std::isnan(x)) {
+        EXPECT_TRUE(std::isnan(got)) << got;
+      } else if (std::isinf(want)) {
+        EXPECT_TRUE(std::isinf(got) && got > 0) << x << " -> " << got;
+      } else if (want < 1.2e-38f) {  // denormal results carry fewer bits
+        EXPECT_NEAR(got, want, 3e-45f) << x;
+      } else {
+        EXPECT_NEAR(got, want, 4e-7f * want) << x;
+      }
     }
   }
 }
