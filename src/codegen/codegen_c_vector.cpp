@@ -19,7 +19,8 @@
 // A body that is one guard around such stores (the tail of a split whose factor does not divide
 // the extent) is tested on its first and last lane: where both pass, every lane does (see
 // open_guarded_vector_loop) and the vector block runs; elsewhere the lanes run one by one.
-// GNU C (unlike C++) has no `?:` on vectors, so bodies with varying comparisons, select, min, max,
+//   - float32 and int32 min and max select through the comparison's lane mask.
+// GNU C (unlike C++) has no `?:` on vectors, so bodies with other varying comparisons, select,
 // bool values or integer division take the `#pragma omp simd` path in codegen_c.cpp instead.
 
 #include <fmt/format.h>
@@ -96,6 +97,10 @@ class VectorLoop {
         return both_supported(e.as<MulNode>());
       case ExprKind::kDiv:
         return is_float(e.dtype()) && both_supported(e.as<DivNode>());
+      case ExprKind::kMin:
+        return lane_mask_fits(e.dtype()) && both_supported(e.as<MinNode>());
+      case ExprKind::kMax:
+        return lane_mask_fits(e.dtype()) && both_supported(e.as<MaxNode>());
       case ExprKind::kCast: {
         const auto* n = e.as<CastNode>();
         return n->dtype != DType::kBool && n->value.dtype() != DType::kBool &&
@@ -111,6 +116,9 @@ class VectorLoop {
         return false;
     }
   }
+
+  // min and max select through an int32 lane mask, which matches float32 and int32 lanes.
+  static bool lane_mask_fits(DType t) { return t == DType::kFloat32 || t == DType::kInt32; }
 
   template <typename Node>
   bool both_supported(const Node* n) const {
@@ -292,6 +300,30 @@ class VectorLoop {
     return {{fmt::format("{} {} {}", a.c.wrap(prec), op, b.c.wrap(right_min)), prec}, true};
   }
 
+  // min(a, b) = a < b ? a : b and max(a, b) = a > b ? a : b, as the scalar helpers (so a NaN
+  // operand gives b in both), lane by lane through the comparison's all-ones mask; gcc turns the
+  // masked blend into vminps/vmaxps or a blend.
+  template <typename Node>
+  VExpr select_by_comparison(const Node* n, const char* cmp) {
+    const std::string type = em_.vector_type(n->dtype, lanes_);
+    const std::string itype = em_.vector_type(DType::kInt32, lanes_);
+    auto as_vector = [&](const Expr& operand) {
+      VExpr v = value(operand);
+      const std::string name = em_.fresh_name("sel_arg");
+      // A scalar broadcast; `x - 0` is exact for every x, including -0.0.
+      em_.line(v.varying ? fmt::format("const {} {} = {};", type, name, v.c.text)
+                         : fmt::format("const {0} {1} = {2} - ({0}){{0}};", type, name,
+                                       v.c.wrap(kPrecAdd)));
+      return name;
+    };
+    const std::string a = as_vector(n->a), b = as_vector(n->b);
+    const std::string mask = em_.fresh_name("sel_mask"), result = em_.fresh_name("sel_vec");
+    em_.line(fmt::format("const {} {} = {} {} {};", itype, mask, a, cmp, b));
+    em_.line(fmt::format("const {0} {1} = ({0})((({2}){3} & {4}) | (({2}){5} & ~{4}));", type,
+                         result, itype, a, mask, b));
+    return {CExpr{result}, true};
+  }
+
   VExpr value(const Expr& e) {
     if (!uses_var(e, v_)) return {em_.print(e), false};
     switch (e.kind()) {
@@ -307,6 +339,10 @@ class VectorLoop {
         return arith(e.as<MulNode>(), "*", kPrecMul, kPrecUnary);
       case ExprKind::kDiv:
         return arith(e.as<DivNode>(), "/", kPrecMul, kPrecUnary);
+      case ExprKind::kMin:
+        return select_by_comparison(e.as<MinNode>(), "<");
+      case ExprKind::kMax:
+        return select_by_comparison(e.as<MaxNode>(), ">");
       case ExprKind::kCast: {
         const auto* n = e.as<CastNode>();
         VExpr src = value(n->value);

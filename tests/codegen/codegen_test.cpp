@@ -202,6 +202,48 @@ TEST(CodegenC, VectorizedLoopOutsideTheVectorPathUsesOmpSimd) {
   }
 }
 
+// min and max on whole vectors select as the scalar helpers do (`a < b ? a : b`), so a NaN in
+// either operand gives the second; int32 lanes too. A scalar operand is broadcast.
+TEST(CodegenC, VectorMinMaxSelectAsTheScalarHelpers) {
+  Buffer a = make_buffer("A", kF32, {2, 16});
+  Buffer b = make_buffer("B", kF32, {2, 16});
+  Buffer c = make_buffer("C", kF32, {2, 16});
+  Buffer ia = make_buffer("IA", DType::kInt32, {2, 16});
+  Buffer ic = make_buffer("IC", DType::kInt32, {2, 16});
+  Var i("i"), j("j");
+  Expr x = make_load(a, {i, j}), y = make_load(b, {i, j}), k = make_load(ia, {i, j});
+  Program p = make_program(
+      "minmax", {a, b, ia}, {c, ic},
+      make_for(i, 0, 2, kSerial,
+               make_for(j, 0, 16, kVectorized,
+                        make_seq({make_store(c, {i, j}, max(min(x, y), 0.25) + min(y, x)),
+                                  make_store(ic, {i, j}, max(k, 3) - min(k, j))}))));
+  std::string code = codegen_c(p);
+  EXPECT_NE(code.find("tsr_f32x16"), std::string::npos) << code;
+  EXPECT_EQ(code.find("#pragma omp simd"), std::string::npos) << code;
+  Module mod = compile_strict(code);
+  NDArray av = random_array(a, 11), bv = random_array(b, 12), iav = random_array(ia, 13, -9, 9);
+  av.set(3, std::nan(""));
+  bv.set(5, std::nan(""));
+  av.set(7, 0.5);
+  bv.set(7, 0.5);
+  NDArray cv = NDArray::empty(c->shape, kF32), icv = NDArray::empty(ic->shape, DType::kInt32);
+  mod.run({&av, &bv, &iav, &cv, &icv});
+  auto fmin = [](float p, float q) { return p < q ? p : q; };
+  auto fmax = [](float p, float q) { return p > q ? p : q; };
+  for (int64_t n = 0; n < 32; ++n) {
+    float p = static_cast<float>(av.get(n)), q = static_cast<float>(bv.get(n));
+    float want = fmax(fmin(p, q), 0.25f) + fmin(q, p);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(cv.get(n))) << n;
+    } else {
+      EXPECT_EQ(cv.get(n), want) << n;
+    }
+    int64_t kv = static_cast<int64_t>(iav.get(n)), jv = n % 16;
+    EXPECT_EQ(icv.get(n), std::max<int64_t>(kv, 3) - std::min(kv, jv)) << n;
+  }
+}
+
 // A split's tail: the guard is tested on the first and last lane, whole vectors run where both
 // pass, the tail runs lane by lane. A guard that does not hold on an interval of the lanes (`!=`)
 // keeps the lane-by-lane loop everywhere.
