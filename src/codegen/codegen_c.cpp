@@ -12,6 +12,7 @@
 #include "te/error.h"
 #include "te/expr_functor.h"
 #include "te/tensor.h"
+#include "tir/partition.h"
 #include "tir/simplify.h"
 
 namespace tessera {
@@ -628,7 +629,9 @@ std::string CEmitter::generate(const CodegenOptions& opts) {
 }  // namespace codegen_c_detail
 
 std::string codegen_c(const Program& p, const CodegenOptions& opts) {
-  return codegen_c_detail::CEmitter(p).generate(opts);
+  Program partitioned = p;
+  if (p.body.defined()) partitioned.body = partition_tail_guards(p.body);
+  return codegen_c_detail::CEmitter(partitioned).generate(opts);
 }
 
 }  // namespace tessera
