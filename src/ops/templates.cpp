@@ -154,11 +154,45 @@ ConfigSpace conv_im2col_space(const Workload& w, int64_t oh, int64_t ow) {
 // what makes the reads contiguous, and it is part of the measured kernel.
 // With WB the workload's weights are already [O/WB][I][WB] (packed once, ahead of time): the vector
 // is one block and the kernel packs nothing.
+// The other form of a dense layer, for small batches (a matrix-vector product at batch 1): each
+// output is a dot product along the contiguous rows of X and W[O][I], so the vectors run along
+// the reduction (rfactor into `vector_k` partial sums), a register tile of tile_b x tile_o
+// outputs shares each vector of X and of W, and the partials are combined per tile in the write
+// cache. Nothing is packed.
+ConfigSpace dense_dot_space(const Workload& w) {
+  std::vector<Knob> knobs{
+      split_knob_from("tile_b", w.get("B"), {{1}, {2}, {4}}),
+      split_knob_from("tile_o", w.get("O"), {{1}, {2}, {4}, {6}, {8}, {12}, {16}}),
+      int_knob("vector_k", {8, 16}),
+      choice_knob("parallel", {"off", "outputs"}),
+  };
+  auto instantiate = [](const ConfigSpace& s, const Config& c) {
+    const int64_t lanes = s.value0(c, "vector_k");
+    std::vector<ProgramStrategy> steps{
+        split("i", s.value(c, "tile_b")[1]),
+        split("j", s.value(c, "tile_o")[1]),
+        split("k", lanes),
+        reorder({"i.outer", "j.outer", "k.outer", "i.inner", "j.inner", "k.inner"}),
+        cache_write("dense", "j.outer"),
+        rfactor("dense.local", "k.inner"),
+        vectorize("k.inner"),
+        unroll("j.inner"),
+        unroll("i.inner"),
+    };
+    if (s.value0(c, "parallel") == 1) steps.push_back(parallel("j.outer"));
+    steps.push_back(try_(drop_init("dense")));
+    return seq_all(steps);
+  };
+  return ConfigSpace(w.text(), std::move(knobs), instantiate);
+}
+
 ConfigSpace dense_space(const Workload& w) {
   int64_t wb = w.get_or("WB", 0);
   if (wb == 0) {
-    return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"),
-                           GemmNames("dense", "W", 0, "", true));
+    return choice_of_spaces(w.text(), "form",
+                            {{"outer", gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"),
+                                                       GemmNames("dense", "W", 0, "", true))},
+                             {"dot", dense_dot_space(w)}});
   }
   GemmNames g("dense", "", 0, "", false);
   g.lanes = wb;

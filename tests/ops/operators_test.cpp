@@ -19,6 +19,7 @@ namespace {
 const char* const kWorkloads[] = {
     "matmul:M=13,N=20,K=7",
     "dense:B=3,I=10,O=21",
+    "dense:B=1,I=40,O=13",
     "batch_matmul:B=2,M=5,N=18,K=7",
     "conv2d:N=1,C=4,H=9,W=9,O=8,K=3,S=1,P=1",
     "conv2d:N=1,C=6,H=7,W=8,O=18,K=1,S=2,P=0",
@@ -81,6 +82,49 @@ TEST(Operators, RandomConfigurationsOfEverySpaceAreCorrect) {
     }
     EXPECT_GE(applied, 6) << "most configurations of a space should apply";
   }
+}
+
+// Dense's dot form: vectors along the reduction of X[B][I] and W[O][I] (rfactor), partial sums
+// combined per output tile; every configuration applies, including tails in B, O and I.
+TEST(Operators, DenseDotFormVectorizesTheReduction) {
+  const char* w = "dense:B=3,I=40,O=13";
+  OpInstance op = instantiate(parse_workload(w));
+  ConfigSpace space = space_for(parse_workload(w));
+  ASSERT_EQ(space.knobs()[0].name, "form");
+  EXPECT_EQ(space.knobs()[0].labels, (std::vector<std::string>{"outer", "dot"}));
+  // Every choice of the dot form's knobs (the outer form's knobs stay at their first values).
+  std::vector<Config> configs{space.from_index(0)};
+  configs[0].choice[0] = 1;
+  for (size_t k = 0; k < space.knobs().size(); ++k) {
+    if (space.knobs()[k].name.rfind("dot.", 0) != 0) continue;
+    std::vector<Config> more;
+    for (const Config& base : configs) {
+      for (size_t v = 0; v < space.knobs()[k].values.size(); ++v) {
+        more.push_back(base);
+        more.back().choice[k] = static_cast<int>(v);
+      }
+    }
+    configs = std::move(more);
+  }
+  int dot = 0, compiled = 0;
+  for (const Config& c : configs) {
+    ProgramStrategy strategy = space.instantiate(c);
+    RewriteResult<Program> r = strategy(op.program);
+    ASSERT_TRUE(r.ok()) << strategy.text() << ": " << r.message();
+    if (dot++ % 5 != 0) continue;
+    EXPECT_TRUE(testing::interpreter_matches_reference(op, r.program(), dot)) << strategy.text();
+    if (space.value0(c, "dot.parallel") != 1 || compiled >= 3) continue;
+    ++compiled;
+    EvaluateParams params;
+    params.time = false;
+    params.threads = 2;
+    Evaluation ev = evaluate(op, r.program(), params);
+    EXPECT_TRUE(ev.correct) << strategy.text() << "\n" << ev.mismatch;
+    EXPECT_NE(ev.code.find("__builtin_memcpy(&W_vec"), std::string::npos) << ev.code;
+    EXPECT_NE(ev.code.find("#pragma omp parallel for"), std::string::npos) << ev.code;
+  }
+  EXPECT_EQ(dot, 2 * 6 * 2 * 2);  // tiles larger than B=3 and O=13 are left out
+  EXPECT_EQ(compiled, 3);
 }
 
 // Fusing y and x indexes the planes as (p / W, p % W); the generated code must still see that
