@@ -188,6 +188,13 @@ ConfigSpace dense_dot_space(const Workload& w) {
 
 ConfigSpace dense_space(const Workload& w) {
   int64_t wb = w.get_or("WB", 0);
+  // The outer-product form packs W on every call, which a batch of 32 or more amortizes; below
+  // that the dot form is offered too. Offering it everywhere halved what the same trial budget
+  // found for BERT's batch of 128 (docs/operators.md).
+  if (wb == 0 && w.get("B") >= 32) {
+    return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"),
+                           GemmNames("dense", "W", 0, "", true));
+  }
   if (wb == 0) {
     return choice_of_spaces(w.text(), "form",
                             {{"outer", gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"),
