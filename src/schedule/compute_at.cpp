@@ -263,6 +263,29 @@ bool written_only_before(const Stmt& root, const Buffer& b, const Stmt& first) {
   return w.ok;
 }
 
+// Whether buffer `b` exists at loop `at`: an argument, or allocated around it.
+bool exists_at(const Stmt& root, const Buffer& b, const ForNode* at) {
+  class Walk : public StmtVisitor {
+   public:
+    Walk(const Buffer& b, const ForNode* at) : b_(b), at_(at) {}
+    bool ok = true;
+
+   protected:
+    void visit_(const AllocateNode& n, const Stmt& self) override {
+      if (n.buffer == b_ && !loop_statement(n.body, at_).defined()) ok = false;
+      StmtVisitor::visit_(n, self);
+    }
+    using StmtVisitor::visit_;
+
+   private:
+    const Buffer& b_;
+    const ForNode* at_;
+  };
+  Walk w(b, at);
+  w.visit(root);
+  return w.ok;
+}
+
 int count_stores(const Stmt& s, const Buffer& b) {
   BuffersStored w;
   w.visit(s);
@@ -342,6 +365,9 @@ ProgramStrategy compute_at(const std::string& stage, const std::string& loop_ref
         if (r != buffer && !written_only_before(p.body, r, nests.front()))
           return fail(fmt::format("stage {} reads {}, which the program writes after {} runs",
                                   stage, r->name, stage));
+        if (r != buffer && !allocated_inside(n, r) && !exists_at(p.body, r, at))
+          return fail(fmt::format("stage {} reads {}, which is allocated where {} is not", stage,
+                                  r->name, ref.name));
       }
     }
 

@@ -79,6 +79,12 @@ TEST(StageRules, ComputeAtMovesAReductionWithItsInit) {
                                    "vectorize(exp_sum.k.inner) ; parallel(softmax.i.outer)");
   expect_correct_everywhere("conv2d_bias_relu:N=1,C=3,H=6,W=7,O=4,K=3,S=1,P=1",
                             "compute_at(conv, bias_add.o) ; compute_at(pad, bias_add.o)");
+  // With pad computed at one of conv's own loops, conv's update is no longer loops over its
+  // dimensions down to the reduction (pad's allocation sits between): refused, not mangled.
+  expect_refused(
+      instantiate(parse_workload("conv2d_bias_relu:N=1,C=3,H=6,W=7,O=4,K=3,S=1,P=1")).program,
+      "compute_at(pad, conv.y) ; compute_at(conv, bias_add.o)",
+      "the update of conv does not start with one loop per dimension of it");
   expect_refused(op.program, "compute_at(row_exp, softmax.i)",
                  "row_exp is also read outside softmax.i");
   // After rfactor the partials are written after the init nest: moving the init would read them
