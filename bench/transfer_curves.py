@@ -43,6 +43,8 @@ def tune(args, workload, variant, seed):
             cmd += ["--threads", str(args.threads)]
         if args.transfer_n0:
             cmd += ["--transfer-n0", str(args.transfer_n0)]
+        if args.transfer_epsilon is not None:
+            cmd += ["--transfer-epsilon", str(args.transfer_epsilon)]
         out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
         return json.loads(out)
 
@@ -85,6 +87,8 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--out", default="docs/transfer-curves", help="prefix of the .csv and .png written")
     p.add_argument("--transfer-n0", type=float, default=0, help="passed to tessera tune (0: its default)")
+    p.add_argument("--transfer-epsilon", type=float, default=None,
+                   help="passed to tessera tune (default: its default)")
     p.add_argument("--from-csv", help="redraw the figure and table from an earlier run's CSV")
     args = p.parse_args()
     if args.from_csv:

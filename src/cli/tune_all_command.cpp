@@ -138,6 +138,11 @@ TuneAllCommand add_tune_all_command(CLI::App& app) {
                    "Local records at which the global model's weight has halved: w = 1 / (1 + "
                    "n / n0)")
       ->check(CLI::PositiveNumber);
+  c.app
+      ->add_option("--transfer-epsilon", a.params.tune.transfer_epsilon,
+                   "Extra random share of each batch while the global model dominates: epsilon + "
+                   "this * w (default 0.25; 0 explores no more than without transfer)")
+      ->check(CLI::Range(0.0, 1.0));
   c.app->add_option("--batch", a.params.tune.batch_size, "Trials per allocation to one task")
       ->check(CLI::PositiveNumber);
   c.app

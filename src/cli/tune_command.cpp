@@ -242,6 +242,11 @@ TuneCommands add_tune_commands(CLI::App& app) {
                    "Local records at which the global model's weight has halved: w = 1 / (1 + "
                    "n / n0)")
       ->check(CLI::PositiveNumber);
+  c.tune
+      ->add_option("--transfer-epsilon", t.params.transfer_epsilon,
+                   "Extra random share of each batch while the global model dominates: epsilon + "
+                   "this * w (default 0.25; 0 explores no more than without transfer)")
+      ->check(CLI::Range(0.0, 1.0));
   c.tune->add_option("--batch", t.params.batch_size, "Measurements between model updates")
       ->check(CLI::PositiveNumber);
   c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)");

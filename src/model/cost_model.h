@@ -19,6 +19,8 @@ class CostModel {
   /// One score per row; higher = predicted faster. Only the order is meaningful for rank models.
   virtual std::vector<float> predict(const std::vector<std::vector<float>>& x) const = 0;
   virtual std::string name() const = 0;
+  /// How much of the scores comes from other workloads' data (transfer): 1 all of it, 0 none.
+  virtual double prior_weight() const { return 0.0; }
 };
 
 /// Uniform predictions in [0, 1) from a seeded generator: the baseline that knows nothing.

@@ -36,6 +36,7 @@ class TransferModel : public CostModel {
   size_t local_samples() const { return n_local_; }
   /// The global weight the next predict() applies.
   double weight() const { return global_ ? global_weight(n_local_, n0_) : 0.0; }
+  double prior_weight() const override { return weight(); }
 
  private:
   std::shared_ptr<const CostModel> global_;

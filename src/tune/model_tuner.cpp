@@ -185,7 +185,9 @@ std::vector<Config> ModelTuner::propose(int n) {
   auto start = std::chrono::steady_clock::now();
   std::vector<Config> out;
   if (fitted_) {
-    int n_random = static_cast<int>(std::lround(params_.epsilon * n));
+    const double epsilon =
+        std::min(1.0, params_.epsilon + params_.transfer_epsilon * model_->prior_weight());
+    int n_random = static_cast<int>(std::lround(epsilon * n));
     std::vector<std::pair<double, Config>> candidates = anneal();
     out = select_diverse(space_, candidates, n - n_random, params_.diversity_alpha);
     for (const Config& c : out) mark(c);

@@ -33,6 +33,10 @@ struct TuneParams {
   std::string transfer = "auto";
   /// n0 of the global weight w = 1 / (1 + n_local / n0) (model/transfer_model.h).
   double transfer_n0 = 64;
+  /// Extra random share of a batch while the global model dominates: epsilon + this * w. The
+  /// global model ranks what was fast on other workloads; the draws keep the search from
+  /// settling there before the local model has seen this workload's own optimum.
+  double transfer_epsilon = 0.25;
   int ga_population = 64;
   double ga_mutation = 0.1;
   uint64_t seed = 0;

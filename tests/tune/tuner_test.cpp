@@ -38,6 +38,8 @@ class OracleModel : public CostModel {
     return out;
   }
   std::string name() const override { return "oracle"; }
+  double prior_weight() const override { return prior; }
+  double prior = 0;  // as if that share of the scores came from other workloads
 };
 
 ModelTuner::FeatureFn knob_values() {
@@ -58,6 +60,31 @@ TEST(ModelTuner, SimulatedAnnealingFindsTheOptimumOfAKnownCost) {
   ASSERT_FALSE(best.empty());
   EXPECT_EQ(best.front().first, 0.0) << "best found: " << space.describe(best.front().second);
   EXPECT_EQ(true_score(best.front().second), 0.0);
+}
+
+// While the scores come from other workloads (transfer), more of each batch is drawn at random:
+// epsilon + transfer_epsilon * w. Random draws are far from the optimum the oracle knows, the
+// model's picks are near it.
+TEST(ModelTuner, TransferredScoresBuyMoreRandomDraws) {
+  ConfigSpace space = synthetic_space();
+  auto far_picks = [&](double prior) {
+    TuneParams params;
+    params.seed = 9;
+    params.epsilon = 0.05;
+    params.transfer_epsilon = 0.25;
+    auto model = std::make_unique<OracleModel>();
+    model->prior = prior;
+    ModelTuner tuner(space, params, std::move(model), knob_values());
+    std::mt19937_64 rng(2);
+    tuner.observe({space.sample(rng)}, {1.0});
+    int far = 0;
+    for (const Config& c : tuner.propose(20)) far += true_score(c) < -12;
+    return far;
+  };
+  const int without = far_picks(0.0), with_prior = far_picks(1.0);
+  EXPECT_LE(without, 2);     // 5% of 20: one draw
+  EXPECT_GE(with_prior, 4);  // 30% of 20: six draws
+  EXPECT_LE(with_prior, 7);
 }
 
 TEST(ModelTuner, DiverseSelectionCoversMoreKnobValuesThanTopB) {
