@@ -145,6 +145,14 @@ class VectorLoop {
     em_.close();
   }
 
+  // `const type name = v;`, broadcasting v when it is a scalar (`x - 0` is exact for every x,
+  // including -0.0).
+  void declare_vector(const std::string& type, const std::string& name, const VExpr& v) {
+    em_.line(v.varying ? fmt::format("const {} {} = {};", type, name, v.c.text)
+                       : fmt::format("const {0} {1} = {2} - ({0}){{0}};", type, name,
+                                     v.c.wrap(kPrecAdd)));
+  }
+
   void emit_store(const StoreNode& n) {
     Expr flat = CEmitter::flat_index(n.buffer, n.indices);
     auto coef = affine_coefficient(flat, v_);
@@ -152,12 +160,7 @@ class VectorLoop {
     const std::string buf = em_.buffer_name(n.buffer, /*for_store=*/true);
     const std::string type = em_.vector_type(n.buffer->dtype, lanes_);
     const std::string tmp = em_.fresh_name(buf + "_new");
-    if (val.varying) {
-      em_.line(fmt::format("const {} {} = {};", type, tmp, val.c.text));
-    } else {
-      // Broadcast; `x - 0` is exact for every x, including -0.0.
-      em_.line(fmt::format("const {0} {1} = {2} - ({0}){{0}};", type, tmp, val.c.wrap(kPrecAdd)));
-    }
+    declare_vector(type, tmp, val);
     if (coef && *coef == 1) {
       em_.line(fmt::format("__builtin_memcpy(&{}[{}], &{}, sizeof({}));", buf, em_.print(flat).text,
                            tmp, tmp));
@@ -194,12 +197,7 @@ class VectorLoop {
     for (const Expr& a : n.args) {
       VExpr v = value(a);
       args.push_back(em_.fresh_name(std::string(intrinsic_name(n.op)) + "_arg"));
-      if (v.varying) {
-        em_.line(fmt::format("const {} {} = {};", type, args.back(), v.c.text));
-      } else {
-        em_.line(fmt::format("const {0} {1} = {2} - ({0}){{0}};", type, args.back(),
-                             v.c.wrap(kPrecAdd)));
-      }
+      declare_vector(type, args.back(), v);
     }
     if (n.op == Intrinsic::kExp && n.dtype == DType::kFloat32) return emit_expf(args[0], type);
     const std::string result = em_.fresh_name(std::string(intrinsic_name(n.op)) + "_vec");
@@ -310,10 +308,7 @@ class VectorLoop {
     auto as_vector = [&](const Expr& operand) {
       VExpr v = value(operand);
       const std::string name = em_.fresh_name("sel_arg");
-      // A scalar broadcast; `x - 0` is exact for every x, including -0.0.
-      em_.line(v.varying ? fmt::format("const {} {} = {};", type, name, v.c.text)
-                         : fmt::format("const {0} {1} = {2} - ({0}){{0}};", type, name,
-                                       v.c.wrap(kPrecAdd)));
+      declare_vector(type, name, v);
       return name;
     };
     const std::string a = as_vector(n->a), b = as_vector(n->b);
