@@ -43,7 +43,10 @@ Knob kc_knob(int64_t k) {
 }
 
 ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, GemmNames g) {
-  std::vector<std::string> pack_options{"none", "pack_b"};
+  // "panel" copies the block of B that one j.outer iteration reads (K x block_j, contiguous once
+  // copied) inside that iteration: the copy runs on the thread that uses it, while the panel is
+  // hot, with no separate pass. It needs B's j dimension innermost, where the block is a box.
+  std::vector<std::string> pack_options{"none", "pack_b", "panel"};
   if (g.packed.empty()) pack_options = {"none"};
   if (g.pack_required) pack_options = {"pack_b"};
   std::vector<std::vector<int64_t>> j_tiles{{1, 8},  {1, 16}, {2, 16}, {3, 16},
@@ -65,7 +68,8 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
     const auto& tj = s.value(c, "tile_j");
     const auto& tk = s.value(c, "tile_k");
     bool i_first = s.value0(c, "order") == 0;
-    bool packed = s.knobs()[4].labels[static_cast<size_t>(s.value0(c, "pack"))] == "pack_b";
+    const std::string& pack_label = s.knobs()[4].labels[static_cast<size_t>(s.value0(c, "pack"))];
+    bool packed = pack_label == "pack_b";
     bool cached = s.knobs()[5].labels[static_cast<size_t>(s.value0(c, "cache"))] == "write_cache";
     int64_t block_j = tj[1] * tj[2];
     std::vector<ProgramStrategy> steps = g.prelude;
@@ -95,6 +99,7 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
     steps.push_back(unroll(g.i + ".inner"));
     if (s.value0(c, "unroll_k") == 1) steps.push_back(unroll(ki));
     if (packed) steps.push_back(pack(g.packed, g.packed_dim, block_j));
+    if (pack_label == "panel") steps.push_back(cache_read(g.packed, g.j + ".outer"));
     if (cached) steps.push_back(cache_write(g.output, second));
     if (s.value0(c, "parallel") == 1) {
       bool batch_parallel = g.parallel_batch;

@@ -168,6 +168,35 @@ TEST(Operators, PointwiseConvolutionAsAMatmulReadsPixelsAsVectors) {
   EXPECT_EQ(cached, 3);
 }
 
+// The "panel" choice copies the K x block_j panel of B inside the j.outer iteration that reads
+// it, so with j.outer on threads each thread packs its own panels; tails in N and K included.
+TEST(Operators, PanelPackingCopiesBInsideTheParallelLoop) {
+  for (const char* w : {"matmul:M=13,N=20,K=7", "batch_matmul:B=2,M=5,N=18,K=7"}) {
+    SCOPED_TRACE(w);
+    OpInstance op = instantiate(parse_workload(w));
+    ConfigSpace space = space_for(parse_workload(w));
+    std::mt19937_64 rng(11);
+    int checked = 0;
+    for (int i = 0; i < 500 && checked < 3; ++i) {
+      Config c = space.sample(rng);
+      if (space.value0(c, "pack") != 2 || space.value0(c, "order") != 1) continue;
+      ProgramStrategy s = space.instantiate(c);
+      ASSERT_NE(s.text().find("cache_read(B, j.outer)"), std::string::npos) << s.text();
+      RewriteResult<Program> r = s(op.program);
+      ASSERT_TRUE(r.ok()) << s.text() << ": " << r.message();
+      EvaluateParams params;
+      params.time = false;
+      params.threads = 2;
+      params.seed = i;
+      Evaluation ev = evaluate(op, r.program(), params);
+      EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
+      EXPECT_NE(ev.code.find("B_local"), std::string::npos) << ev.code;
+      ++checked;
+    }
+    EXPECT_EQ(checked, 3);
+  }
+}
+
 // Weights pre-packed ahead of time ([O/WB][C][K][K][WB]): the kernel packs nothing and one
 // contiguous vector load per (rc, ry, rx) feeds the register tile.
 TEST(Operators, PrepackedWeightsAreReadAsVectorsWithoutPacking) {
