@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <unordered_map>
 
 #include "bench/openblas_env.h"
@@ -102,6 +103,34 @@ Baseline onednn_conv(const OpInstance& op, const ConvParams& c, bool bias_relu, 
   std::string what = plain ? "NCHW in and out" : "its own blocked layouts, data pre-converted";
   return {"oneDNN convolution (" + std::string(pd.impl_info_str()) + ", " + what + ")",
           op.flops / seconds * 1e-9, plain};
+}
+
+// oneDNN's convolution in conv2d_nchwc's layouts: data in blocks of 16 or 8 channels (or, with
+// fewer channels than a block, [N][1][H][W][C], which is NHWC), weights OIhw16i16o (Ohwi16o for
+// such an input), output nChw16c. nullopt for blocks oneDNN has no format tag for.
+std::optional<Baseline> onednn_conv_nchwc(const OpInstance& op, const ConvParams& c, int64_t cb,
+                                          int repeat) {
+  if (cb != 16 && cb != 8) return std::nullopt;
+  bool wide = cb == 16, whole_input = c.c % cb != 0;
+  Tag data_tag = whole_input ? Tag::nhwc : wide ? Tag::nChw16c : Tag::nChw8c;
+  Tag weight_tag =
+      whole_input ? (wide ? Tag::Ohwi16o : Tag::Ohwi8o) : (wide ? Tag::OIhw16i16o : Tag::OIhw8i8o);
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  memory::desc src = md({c.n, c.c, c.h, c.w}, data_tag), wei = md({c.o, c.c, c.k, c.k}, weight_tag),
+               dst = md({c.n, c.o, c.oh, c.ow}, wide ? Tag::nChw16c : Tag::nChw8c);
+  memory::dims strides{c.s, c.s}, dilates{c.d - 1, c.d - 1}, pad{c.p, c.p};
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                       dnnl::algorithm::convolution_direct, src, wei, dst, strides,
+                                       dilates, pad, pad);
+  dnnl::convolution_forward::primitive_desc pd(desc, engine);
+  double seconds =
+      time_primitive<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
+          engine, pd,
+          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, pd.weights_desc()}, {DNNL_ARG_DST, dst}},
+          repeat);
+  return Baseline{
+      "oneDNN convolution (" + std::string(pd.impl_info_str()) + ", the kernel's blocked layouts)",
+      op.flops / seconds * 1e-9, true};
 }
 
 Baseline onednn_pool(const OpInstance& op, const Workload& w, bool is_max, int repeat) {
@@ -208,6 +237,13 @@ std::vector<Baseline> library_baselines(const OpInstance& op, const Workload& w,
     ConvParams c = conv_params(w, kind == "depthwise_conv2d");
     bool fused = kind == "conv2d_bias_relu";
     return {onednn_conv(op, c, fused, true, repeat), onednn_conv(op, c, fused, false, repeat)};
+  }
+  if (kind == "conv2d_nchwc") {
+    ConvParams c = conv_params(w, false);
+    std::vector<Baseline> out;
+    if (auto same = onednn_conv_nchwc(op, c, w.get_or("CB", 16), repeat)) out.push_back(*same);
+    out.push_back(onednn_conv(op, c, false, false, repeat));
+    return out;
   }
   if (kind == "max_pool2d" || kind == "avg_pool2d")
     return {onednn_pool(op, w, kind == "max_pool2d", repeat)};

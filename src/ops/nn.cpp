@@ -77,6 +77,55 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int
                  name, {"n", "o", "y", "x"});
 }
 
+Tensor conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
+                    const std::string& name, int64_t dilation) {
+  if (data.ndim() != 5 || weight.ndim() != 6)
+    throw_error(
+        "conv2d_nchwc needs [N][C/cb][H][W][cb] data and [O/ob][C/cb][K][K][cb][ob] weights");
+  const auto& ds = data->shape;
+  const auto& ws = weight->shape;
+  if (ws[1] != ds[1] || ws[4] != ds[4]) {
+    throw_error("conv2d_nchwc: data has {} blocks of {} channels but weights expect {} of {}",
+                ds[1], ds[4], ws[1], ws[4]);
+  }
+  if (stride <= 0) throw_error("conv2d stride must be positive, got {}", stride);
+  if (pad < 0) throw_error("conv2d padding must not be negative, got {}", pad);
+  if (dilation <= 0) throw_error("conv2d dilation must be positive, got {}", dilation);
+  int64_t kh = ws[2], kw = ws[3];
+  int64_t span_h = (kh - 1) * dilation + 1, span_w = (kw - 1) * dilation + 1;
+  int64_t ph = ds[2] + 2 * pad, pw = ds[3] + 2 * pad;
+  if (span_h > ph || span_w > pw) {
+    throw_error("conv2d: kernel {}x{} (dilation {}) is larger than the padded input {}x{}", kh, kw,
+                dilation, ph, pw);
+  }
+  int64_t oh = (ph - span_h) / stride + 1, ow = (pw - span_w) / stride + 1;
+  Tensor in = data;
+  if (pad > 0) {
+    int64_t h = ds[2], w = ds[3];
+    int p = static_cast<int>(pad);
+    in = compute({ds[0], ds[1], ph, pw, ds[4]},
+                 [&](const std::vector<Var>& i) {
+                   Expr inside = i[2] >= Expr(p) && i[2] < Expr(int(h + pad)) && i[3] >= Expr(p) &&
+                                 i[3] < Expr(int(w + pad));
+                   return select(inside, data(i[0], i[1], i[2] - p, i[3] - p, i[4]),
+                                 make_int(0, data->dtype));
+                 },
+                 "pad", {"n", "c", "h", "w", "b"});
+  }
+  IterVar ic = reduce_axis(ds[1], "ic"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx"),
+          ib = reduce_axis(ds[4], "ib");
+  int s = static_cast<int>(stride), d = static_cast<int>(dilation);
+  return compute({ds[0], ws[0], oh, ow, ws[5]},
+                 [&](const std::vector<Var>& i) {
+                   Expr iy = d == 1 ? i[2] * s + ry.var : i[2] * s + ry.var * d;
+                   Expr ix = d == 1 ? i[3] * s + rx.var : i[3] * s + rx.var * d;
+                   return sum(in(i[0], ic.var, iy, ix, ib.var) *
+                                  weight(i[1], ic.var, ry.var, rx.var, ib.var, i[4]),
+                              {ic, ry, rx, ib});
+                 },
+                 name, {"n", "oc", "y", "x", "ob"});
+}
+
 Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
                              const std::string& name) {
   if (data.ndim() != 4 || weight.ndim() != 3 || weight->shape[0] != data->shape[1])

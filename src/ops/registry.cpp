@@ -125,6 +125,58 @@ OpInstance build_conv2d(const Workload& w) {
   return op;
 }
 
+// conv2d_nchwc's blocks: output channels in blocks of CB, input channels too where CB divides C,
+// else one block of all C (a 3-channel image is [N][1][H][W][3]).
+struct BlockedConv {
+  ConvShape s;
+  int64_t ib, ob;
+  int64_t data_index(int64_t n, int64_t c, int64_t y, int64_t x) const {
+    return (((n * (s.c / ib) + c / ib) * s.h + y) * s.w + x) * ib + c % ib;
+  }
+  int64_t weight_index(int64_t o, int64_t c, int64_t ky, int64_t kx) const {
+    return ((((o / ob * (s.c / ib) + c / ib) * s.k + ky) * s.k + kx) * ib + c % ib) * ob + o % ob;
+  }
+  int64_t out_index(int64_t n, int64_t o, int64_t y, int64_t x) const {
+    return (((n * (s.o / ob) + o / ob) * s.oh + y) * s.ow + x) * ob + o % ob;
+  }
+};
+
+OpInstance build_conv2d_nchwc(const Workload& w) {
+  BlockedConv b{conv_shape(w), 0, w.get_or("CB", 16)};
+  const ConvShape& s = b.s;
+  if (b.ob <= 0 || s.o % b.ob != 0)
+    throw_error("conv2d_nchwc: CB={} (channel block) must divide O={}", b.ob, s.o);
+  b.ib = s.c % b.ob == 0 ? b.ob : s.c;
+  Tensor data = placeholder({s.n, s.c / b.ib, s.h, s.w, b.ib}, DType::kFloat32, "data");
+  Tensor weight =
+      placeholder({s.o / b.ob, s.c / b.ib, s.k, s.k, b.ib, b.ob}, DType::kFloat32, "weight");
+  Tensor out = conv2d_nchwc(data, weight, s.s, s.p, "conv", s.d);
+  double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k;
+  OpInstance op{{data, weight, out},
+                lower("conv2d_nchwc", {data, weight, out}),
+                flops,
+                s.c * s.k * s.k,
+                nullptr};
+  op.reference = [b](Arrays& x) {
+    const ConvShape& s = b.s;
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t o = 0; o < s.o; ++o)
+        for (int64_t y = 0; y < s.oh; ++y)
+          for (int64_t xx = 0; xx < s.ow; ++xx) {
+            double acc = 0;
+            for (int64_t c = 0; c < s.c; ++c)
+              for (int64_t ky = 0; ky < s.k; ++ky)
+                for (int64_t kx = 0; kx < s.k; ++kx) {
+                  int64_t iy = y * s.s + ky * s.d - s.p, ix = xx * s.s + kx * s.d - s.p;
+                  if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                  acc += x[0][b.data_index(n, c, iy, ix)] * x[1][b.weight_index(o, c, ky, kx)];
+                }
+            x[2][b.out_index(n, o, y, xx)] = acc;
+          }
+  };
+  return op;
+}
+
 OpInstance build_conv2d_bias_relu(const Workload& w) {
   ConvShape s = conv_shape(w);
   Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
@@ -353,6 +405,13 @@ const std::vector<OpDef>& op_registry() {
        "float32; WB>0: weights pre-packed as [O/WB][C/G][K][K][WB]; IM2COL=1: the im2col + "
        "matmul template instead of NCHWc",
        build_conv2d},
+      {"conv2d_nchwc",
+       {"N", "C", "H", "W", "O", "K", "S", "P"},
+       {{"D", 1}, {"CB", 16}},
+       "conv2d with channels in blocks of CB (TVM's NCHWc, oneDNN's nChw16c): data "
+       "[N][C/cb][H][W][cb] (cb = CB, or C where CB does not divide it), weights "
+       "[O/CB][C/cb][K][K][cb][CB], out [N][O/CB][OH][OW][CB]",
+       build_conv2d_nchwc},
       {"conv2d_bias_relu",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
        {{"D", 1}, {"G", 1}, {"WB", 0}},

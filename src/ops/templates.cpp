@@ -303,6 +303,61 @@ ConfigSpace conv2d_space(const Workload& w) {
   return choice_of_spaces(w.text(), "form", {{"nchwc", nchwc}, {"gemm", conv1x1_gemm_space(w)}});
 }
 
+// conv2d_NCHWc in its own layout, as TVM's x86 schedule: the output block's channels are the
+// vector, a register tile of tile_ow columns x tile_oc blocks accumulates across the whole
+// reduction, each input value is broadcast from its channel block (contiguous along ib) and each
+// weight vector is one contiguous load. Nothing is packed or transposed: the data arrives blocked.
+ConfigSpace conv2d_nchwc_space(const Workload& w) {
+  int64_t cb = w.get_or("CB", 16), o = w.get("O"), kk = w.get("K"), p = w.get("P");
+  int64_t ow = (w.get("W") + 2 * p - (kk - 1) * w.get_or("D", 1) - 1) / w.get("S") + 1;
+  std::vector<Knob> knobs{
+      split_knob_from("tile_oc", o / cb, {{1}, {2}, {3}, {4}}),
+      split_knob_from("tile_ow", ow, {{1}, {2}, {4}, {6}, {7}, {8}, {12}, {14}, {16}, {28}}),
+      choice_knob("order", {"oc_first", "row_first"}),
+      // Input-channel blocks outside the window (each weight block read once per tile) or inside
+      // it (the rows of the window stay in L1 across the channels).
+      choice_knob("reduction", {"ic_outer", "window_outer"}),
+      choice_knob("pad", p > 0 ? std::vector<std::string>{"root", "at_row"}
+                               : std::vector<std::string>{"none"}),
+      choice_knob("unroll_kw", {"off", "on"}),
+      choice_knob("parallel", {"off", "outer", "fused"}),
+  };
+  std::string n_loop = p > 0 ? "conv.n" : "n";
+  auto instantiate = [n_loop](const ConfigSpace& sp, const Config& c) {
+    bool oc_first = sp.value0(c, "order") == 0;
+    std::vector<ProgramStrategy> steps{split("oc", sp.value(c, "tile_oc")[1]),
+                                       split("x", sp.value(c, "tile_ow")[1])};
+    std::string first = oc_first ? "oc.outer" : "y", second = oc_first ? "y" : "oc.outer";
+    std::vector<std::string> reduction{"ic", "ry", "rx"};
+    if (sp.value0(c, "reduction") == 1) reduction = {"ry", "rx", "ic"};
+    std::vector<std::string> order{n_loop, first, second, "x.outer"};
+    order.insert(order.end(), reduction.begin(), reduction.end());
+    order.insert(order.end(), {"ib", "x.inner", "oc.inner", "ob"});
+    steps.push_back(reorder(order));
+    steps.push_back(vectorize("ob"));
+    steps.push_back(unroll("oc.inner"));
+    steps.push_back(unroll("x.inner"));
+    if (sp.value0(c, "unroll_kw") == 1) steps.push_back(unroll("rx"));
+    steps.push_back(cache_write("conv", "x.outer"));
+    // The cache starts from zero and writes each tile back whole: the init pass is dead.
+    steps.push_back(try_(drop_init("conv")));
+    const std::string& pad_label = sp.knobs()[4].labels[static_cast<size_t>(sp.value0(c, "pad"))];
+    int64_t parallel_mode = sp.value0(c, "parallel");
+    // Fused first, so that padding computed per row lands inside the fused loop whichever order.
+    std::string row = "y";
+    if (parallel_mode == 2) {
+      row = first + "." + second + ".fused";
+      steps.push_back(fuse(first, second));
+      steps.push_back(parallel(row));
+    }
+    if (parallel_mode == 1) steps.push_back(parallel(first));
+    if (pad_label == "at_row") steps.push_back(compute_at("pad", row));
+    if (parallel_mode != 0 && pad_label == "root") steps.push_back(parallel("c"));
+    return seq_all(steps);
+  };
+  return ConfigSpace(w.text(), std::move(knobs), instantiate);
+}
+
 // Depthwise convolution and pooling: each output reads one KxK window of its own channel, so the
 // vector runs along the output row (contiguous for stride 1), with channels and rows unrolled into
 // a register tile and the window loops unrolled.
@@ -375,6 +430,7 @@ ConfigSpace space_for(const Workload& w) {
                              (w.get("W") + 2 * p - (k - 1) * d - 1) / s + 1);
   }
   if (w.op == "conv2d" || w.op == "conv2d_bias_relu") return conv2d_space(w);
+  if (w.op == "conv2d_nchwc") return conv2d_nchwc_space(w);
   if (w.op == "dense") return dense_space(w);
   if (w.op == "batch_matmul") return batch_matmul_space(w);
   if (w.op == "depthwise_conv2d") return window_space(w, "dwconv");
@@ -382,8 +438,8 @@ ConfigSpace space_for(const Workload& w) {
   if (w.op == "add" || w.op == "relu" || w.op == "bias_add") return elementwise_space(w);
   if (w.op == "softmax") return softmax_space(w);
   throw_error(
-      "no search space for {} yet (spaces: matmul, conv2d, conv2d_bias_relu, dense, batch_matmul, "
-      "depthwise_conv2d, max_pool2d, avg_pool2d, add, relu, bias_add, softmax)",
+      "no search space for {} yet (spaces: matmul, conv2d, conv2d_nchwc, conv2d_bias_relu, dense, "
+      "batch_matmul, depthwise_conv2d, max_pool2d, avg_pool2d, add, relu, bias_add, softmax)",
       w.op);
 }
 

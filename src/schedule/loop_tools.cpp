@@ -139,13 +139,63 @@ bool index_is_disjoint(const Expr& index, const StoreSite& site, const VarNode* 
   return span->max - span->min < mag;
 }
 
-// Disjoint in one dimension (the common case, and robust to guarded tails), or in the flattened
-// index (fused loops, whose dimensions are divisions of one variable).
-bool store_is_disjoint(const StoreSite& site, const VarNode* v) {
+// The constant divisor E of the first `v / E` or `v % E` in an expression.
+class FusedDivisor : public ExprVisitor {
+ public:
+  explicit FusedDivisor(const VarNode* v) : v_(v) {}
+  std::optional<int64_t> divisor;
+
+ protected:
+  using ExprVisitor::visit_;
+  void visit_(const DivNode& n, const Expr& self) override {
+    note(n.a, n.b);
+    ExprVisitor::visit_(n, self);
+  }
+  void visit_(const ModNode& n, const Expr& self) override {
+    note(n.a, n.b);
+    ExprVisitor::visit_(n, self);
+  }
+
+ private:
+  void note(const Expr& a, const Expr& b) {
+    const int64_t* e = as_const_int(b);
+    if (!divisor && e && *e > 1 && a.get() == v_) divisor = *e;
+  }
+  const VarNode* v_;
+};
+
+// A fused loop v over (a, b) indexes one dimension by v / E and another by v % E. Writing
+// v = a*E + b: iterations with different a are disjoint if some dimension separates values of a
+// without mentioning b; with the same a, if some dimension separates values of b.
+bool fused_store_is_disjoint(const StoreSite& site, const ForNode& loop) {
+  const VarNode* v = loop.var.get();
+  FusedDivisor finder(v);
+  for (const Expr& index : site.store->indices) finder.visit(index);
+  if (!finder.divisor || loop.extent % *finder.divisor != 0) return false;
+  int64_t e = *finder.divisor;
+  Var a(v->name + ".hi"), b(v->name + ".lo");
+  RangeMap ranges{{a.get(), {0, loop.extent / e - 1}}, {b.get(), {0, e - 1}}};
+  std::vector<Expr> split_indices;
+  for (const Expr& index : site.store->indices) {
+    split_indices.push_back(simplify(substitute(index, {{v, a * make_int(e) + b}}), ranges));
+  }
+  bool a_separated = false, b_separated = false;
+  for (const Expr& index : split_indices) {
+    if (!uses_var(index, b.get())) a_separated |= index_is_disjoint(index, site, a.get());
+    b_separated |= index_is_disjoint(index, site, b.get());
+  }
+  return a_separated && b_separated;
+}
+
+// Disjoint in one dimension (the common case, and robust to guarded tails), in the flattened
+// index, or dimension by dimension over the two halves of a fused loop.
+bool store_is_disjoint(const StoreSite& site, const ForNode& loop) {
+  const VarNode* v = loop.var.get();
   for (const Expr& index : site.store->indices) {
     if (index_is_disjoint(index, site, v)) return true;
   }
-  return index_is_disjoint(flat_index(site.store->buffer, site.store->indices), site, v);
+  if (index_is_disjoint(flat_index(site.store->buffer, site.store->indices), site, v)) return true;
+  return fused_store_is_disjoint(site, loop);
 }
 
 bool reads_stay_in_own_box(const ForNode& loop, const Buffer& buffer) {
@@ -241,7 +291,7 @@ std::optional<std::string> iteration_conflict(const ForNode& loop) {
       return "every iteration of " + loop.var.name() + " writes the same elements of " +
              st.store->buffer->name + " (a loop-carried dependence)";
     }
-    if (!store_is_disjoint(st, loop.var.get())) {
+    if (!store_is_disjoint(st, loop)) {
       return "cannot prove that iterations of " + loop.var.name() + " write distinct elements of " +
              st.store->buffer->name;
     }

@@ -27,6 +27,9 @@ const char* const kWorkloads[] = {
     "conv2d:N=1,C=4,H=9,W=9,O=6,K=3,S=2,P=1,D=2,G=2",
     "conv2d_bias_relu:N=1,C=3,H=7,W=7,O=20,K=3,S=1,P=1",
     "conv2d:N=1,C=3,H=8,W=9,O=24,K=3,S=1,P=1,WB=8",
+    "conv2d_nchwc:N=1,C=32,H=7,W=9,O=32,K=3,S=1,P=1",
+    "conv2d_nchwc:N=1,C=3,H=8,W=9,O=16,K=3,S=2,P=1,CB=8",
+    "conv2d_nchwc:N=1,C=16,H=6,W=7,O=24,K=1,S=2,P=0,CB=8",
     "conv2d:N=1,C=3,H=8,W=9,O=5,K=3,S=2,P=1,IM2COL=1",
     "conv2d_bias_relu:N=1,C=2,H=5,W=6,O=8,K=3,S=2,P=1,WB=4",
     "dense:B=3,I=10,O=32,WB=16",
@@ -224,6 +227,39 @@ TEST(Operators, PrepackedWeightsAreReadAsVectorsWithoutPacking) {
   EXPECT_EQ(checked, 2);
 }
 
+// conv2d_nchwc in its own layout: nothing packed or transposed, weights read as whole vectors,
+// and every parallel choice applies (the fused (oc.outer, y) loop writes disjoint blocks).
+TEST(Operators, BlockedConvolutionReadsBlocksInPlace) {
+  Workload w = parse_workload("conv2d_nchwc:N=1,C=32,H=6,W=7,O=48,K=3,S=1,P=1");
+  OpInstance op = instantiate(w);
+  EXPECT_EQ(op.args[0]->shape, (std::vector<int64_t>{1, 2, 6, 7, 16}));
+  EXPECT_EQ(op.args[1]->shape, (std::vector<int64_t>{3, 2, 3, 3, 16, 16}));
+  EXPECT_EQ(op.args[2]->shape, (std::vector<int64_t>{1, 3, 6, 7, 16}));
+  ConfigSpace space = space_for(w);
+  std::mt19937_64 rng(9);
+  int checked[3] = {0, 0, 0};
+  for (int i = 0; i < 200; ++i) {
+    Config c = space.sample(rng);
+    int64_t mode = space.value0(c, "parallel");
+    if (checked[mode] >= 1) continue;
+    ProgramStrategy s = space.instantiate(c);
+    RewriteResult<Program> r = s(op.program);
+    ASSERT_TRUE(r.ok()) << s.text() << ": " << r.message();
+    EvaluateParams params;
+    params.time = false;
+    params.threads = 2;
+    Evaluation ev = evaluate(op, r.program(), params);
+    EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
+    EXPECT_EQ(ev.code.find("packed"), std::string::npos) << ev.code;
+    EXPECT_NE(ev.code.find("__builtin_memcpy(&weight_vec"), std::string::npos) << ev.code;
+    if (mode != 0) {
+      EXPECT_NE(ev.code.find("omp parallel"), std::string::npos) << ev.code;
+    }
+    ++checked[mode];
+  }
+  EXPECT_EQ(checked[0] + checked[1] + checked[2], 3);
+}
+
 // IM2COL=1 tunes the im2col template: the padded input gathered into a [C*K*K] x [OH*OW] matrix
 // and the matmul space over it, read as vectors along the output pixels.
 TEST(Operators, Im2colTemplateIsAMatmulOverTheGatheredMatrix) {
@@ -280,6 +316,8 @@ TEST(Operators, BadShapesAreRefusedWithTheReason) {
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,WB=4",
        "conv2d: WB=4 (pre-packed weight block) must divide O=6"},
       {"dense:B=1,I=4,O=8,WB=3", "dense: WB=3 (pre-packed weight block) must divide O=8"},
+      {"conv2d_nchwc:N=1,C=16,H=4,W=4,O=20,K=1,S=1,P=0",
+       "conv2d_nchwc: CB=16 (channel block) must divide O=20"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,IM2COL=2", "conv2d: IM2COL must be 0 or 1, got 2"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,G=2,IM2COL=1", "conv2d: IM2COL=1 needs G=1"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,Q=1", "conv2d has no key Q"},

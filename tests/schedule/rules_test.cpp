@@ -69,6 +69,11 @@ TEST(Rules, EveryRuleOnEveryOperator) {
        "split(conv.x, 4) ; reorder(conv.x.outer, rc, ry, rx, conv.x.inner) ; "
        "vectorize(conv.x.inner) ; parallel(conv.o) ; fuse(i, j) ; "
        "parallel(i.j.fused) ; vectorize(bias_add.x)"},
+      // A fused loop over a split dimension and another: (f / 3) * 2 + oc.inner and f % 3
+      // index different dimensions, so iterations write disjoint blocks.
+      {"conv2d_nchwc:N=1,C=8,H=3,W=5,O=16,K=3,S=1,P=1,CB=4",
+       "split(oc, 2) ; reorder(oc.outer, y, oc.inner) ; fuse(oc.outer, y) ; "
+       "parallel(oc.outer.y.fused) ; parallel(c)"},
       {"add:M=5,N=33", "split(j, 16) ; vectorize(j.inner) ; parallel(i) ; unroll(j.outer)"},
       {"add:M=1,N=1", "fuse(i, j) ; vectorize(i.j.fused)"},
       {"relu:M=8,N=8",
@@ -106,6 +111,10 @@ TEST(Rules, InapplicableRulesSayWhichRuleAndWhy) {
       {"matmul:M=8,N=8,K=8", "reorder(i, i)", "reorder(i, i): a loop is named twice"},
       {"matmul:M=8,N=8,K=8", "fuse(i, k)",
        "fuse(i, k): loop k is not the only statement in the body of i"},
+      // i and k fused: values of k share their element of C, whatever i is.
+      {"matmul:M=8,N=8,K=8", "reorder(i, k, j) ; fuse(i, k) ; parallel(i.k.fused)",
+       "parallel(i.k.fused): cannot prove that iterations of i.k.fused write distinct elements of "
+       "C"},
       {"matmul:M=8,N=8,K=8", "vectorize(j.init) ; split(j.init, 4)",
        "split(j.init, 4): loop j.init is vectorized; split before annotating"},
       {"matmul:M=8,N=8,K=8", "unroll(j) ; unroll(j)", "unroll(j): loop j is already unrolled"},
