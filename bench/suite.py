@@ -71,7 +71,7 @@ def main():
                               "--json"], args.timeout)
             bench = run_json([args.tessera, "bench", workload, "--threads", str(threads),
                               "--db", db, "--json"], 1800)
-            blocked = [b for b in bench.get("baselines", []) if not b["same_layout"]]
+            blocked = [b for b in bench.get("baselines", []) if b.get("own_layouts")]
             row = {
                 "name": name,
                 "workload": workload,

@@ -16,6 +16,9 @@ struct Baseline {
   /// the ratio `tessera bench` reports is against the best of these. Blocked-layout figures
   /// (oneDNN's preferred, data already converted) are shown beside them.
   bool same_layout = true;
+  /// True for oneDNN's convolution in the layouts it prefers, data already converted: the
+  /// "blocked best" that tables show beside the comparison.
+  bool own_layouts = false;
 };
 
 /// Every baseline linked for the workload's operator (empty when none is); OpenBLAS and oneDNN run

@@ -186,7 +186,8 @@ int bench_command(const BenchArgs& args) {
         j["baselines"].push_back({{"name", b.name},
                                   {"gflops", b.gflops},
                                   {"gflops_rounds", library_gflops[i]},
-                                  {"same_layout", b.same_layout}});
+                                  {"same_layout", b.same_layout},
+                                  {"own_layouts", b.own_layouts}});
       }
       std::cout << j.dump(2) << "\n";
     } else {
