@@ -309,10 +309,15 @@ ConfigSpace conv2d_space(const Workload& w) {
 // weight vector is one contiguous load. Nothing is packed or transposed: the data arrives blocked.
 ConfigSpace conv2d_nchwc_space(const Workload& w) {
   int64_t cb = w.get_or("CB", 16), o = w.get("O"), kk = w.get("K"), p = w.get("P");
-  int64_t ow = (w.get("W") + 2 * p - (kk - 1) * w.get_or("D", 1) - 1) / w.get("S") + 1;
+  int64_t span = (kk - 1) * w.get_or("D", 1) + 1;
+  int64_t ow = (w.get("W") + 2 * p - span) / w.get("S") + 1;
+  int64_t oh = (w.get("H") + 2 * p - span) / w.get("S") + 1;
   std::vector<Knob> knobs{
       split_knob_from("tile_oc", o / cb, {{1}, {2}, {3}, {4}}),
       split_knob_from("tile_ow", ow, {{1}, {2}, {4}, {6}, {7}, {8}, {12}, {14}, {16}, {28}}),
+      // Rows in the register tile too: each weight vector then feeds tile_oh x tile_ow pixels,
+      // which is what keeps small planes (7 x 7 at 512 channels) from streaming the weights.
+      split_knob_from("tile_oh", oh, {{1}, {2}, {4}, {7}}),
       choice_knob("order", {"oc_first", "row_first"}),
       // Input-channel blocks outside the window (each weight block read once per tile) or inside
       // it (the rows of the window stay in L1 across the channels).
@@ -326,25 +331,28 @@ ConfigSpace conv2d_nchwc_space(const Workload& w) {
   auto instantiate = [n_loop](const ConfigSpace& sp, const Config& c) {
     bool oc_first = sp.value0(c, "order") == 0;
     std::vector<ProgramStrategy> steps{split("oc", sp.value(c, "tile_oc")[1]),
-                                       split("x", sp.value(c, "tile_ow")[1])};
-    std::string first = oc_first ? "oc.outer" : "y", second = oc_first ? "y" : "oc.outer";
+                                       split("x", sp.value(c, "tile_ow")[1]),
+                                       split("y", sp.value(c, "tile_oh")[1])};
+    std::string first = oc_first ? "oc.outer" : "y.outer",
+                second = oc_first ? "y.outer" : "oc.outer";
     std::vector<std::string> reduction{"ic", "ry", "rx"};
     if (sp.value0(c, "reduction") == 1) reduction = {"ry", "rx", "ic"};
     std::vector<std::string> order{n_loop, first, second, "x.outer"};
     order.insert(order.end(), reduction.begin(), reduction.end());
-    order.insert(order.end(), {"ib", "x.inner", "oc.inner", "ob"});
+    order.insert(order.end(), {"ib", "y.inner", "x.inner", "oc.inner", "ob"});
     steps.push_back(reorder(order));
     steps.push_back(vectorize("ob"));
     steps.push_back(unroll("oc.inner"));
     steps.push_back(unroll("x.inner"));
+    steps.push_back(unroll("y.inner"));
     if (sp.value0(c, "unroll_kw") == 1) steps.push_back(unroll("rx"));
     steps.push_back(cache_write("conv", "x.outer"));
     // The cache starts from zero and writes each tile back whole: the init pass is dead.
     steps.push_back(try_(drop_init("conv")));
-    const std::string& pad_label = sp.knobs()[4].labels[static_cast<size_t>(sp.value0(c, "pad"))];
+    const std::string& pad_label = sp.knobs()[5].labels[static_cast<size_t>(sp.value0(c, "pad"))];
     int64_t parallel_mode = sp.value0(c, "parallel");
     // Fused first, so that padding computed per row lands inside the fused loop whichever order.
-    std::string row = "y";
+    std::string row = "y.outer";
     if (parallel_mode == 2) {
       row = first + "." + second + ".fused";
       steps.push_back(fuse(first, second));
