@@ -21,27 +21,53 @@ Tensor pad_nchw(const Tensor& data, int64_t pad, const std::string& name) {
 }
 
 Tensor pad_nchw_with(const Tensor& data, int64_t pad, Expr value, const std::string& name) {
-  if (data.ndim() != 4) throw_error("pad_nchw needs a 4-D NCHW tensor");
+  if (data.ndim() != 4 && data.ndim() != 5)
+    throw_error("pad_nchw needs a 4-D NCHW or 5-D NCHWc tensor");
   if (pad < 0) throw_error("padding must not be negative, got {}", pad);
-  const auto& s = data->shape;
-  int64_t h = s[2], w = s[3];
-  return compute({s[0], s[1], h + 2 * pad, w + 2 * pad},
-                 [&](Var n, Var c, Var y, Var x) {
-                   Expr inside = y >= Expr(int(pad)) && y < Expr(int(h + pad)) &&
-                                 x >= Expr(int(pad)) && x < Expr(int(w + pad));
-                   return select(inside, data(n, c, y - int(pad), x - int(pad)), value);
-                 },
-                 name, {"n", "c", "h", "w"});
+  std::vector<int64_t> shape = data->shape;
+  int64_t h = shape[2], w = shape[3];
+  shape[2] += 2 * pad;
+  shape[3] += 2 * pad;
+  std::vector<std::string> names{"n", "c", "h", "w", "b"};
+  names.resize(shape.size());
+  int p = static_cast<int>(pad);
+  return compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        Expr inside = i[2] >= Expr(p) && i[2] < Expr(int(h + pad)) && i[3] >= Expr(p) &&
+                      i[3] < Expr(int(w + pad));
+        std::vector<Expr> at(i.begin(), i.end());
+        at[2] = at[2] - p;
+        at[3] = at[3] - p;
+        return select(inside, data(at), value);
+      },
+      name, names);
 }
+
+namespace {
+
+// Output plane of a KxK window with stride, padding and dilation, or a clear error.
+std::pair<int64_t, int64_t> conv_output_plane(int64_t h, int64_t w, int64_t kh, int64_t kw,
+                                              int64_t stride, int64_t pad, int64_t dilation) {
+  if (stride <= 0) throw_error("conv2d stride must be positive, got {}", stride);
+  if (pad < 0) throw_error("conv2d padding must not be negative, got {}", pad);
+  if (dilation <= 0) throw_error("conv2d dilation must be positive, got {}", dilation);
+  int64_t span_h = (kh - 1) * dilation + 1, span_w = (kw - 1) * dilation + 1;
+  int64_t ph = h + 2 * pad, pw = w + 2 * pad;
+  if (span_h > ph || span_w > pw) {
+    throw_error("conv2d: kernel {}x{} (dilation {}) is larger than the padded input {}x{}", kh, kw,
+                dilation, ph, pw);
+  }
+  return {(ph - span_h) / stride + 1, (pw - span_w) / stride + 1};
+}
+
+}  // namespace
 
 Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
                    const std::string& name, int64_t dilation, int64_t groups) {
   bool blocked = weight.ndim() == 5;
   if (data.ndim() != 4 || (weight.ndim() != 4 && !blocked))
     throw_error("conv2d needs 4-D NCHW data and OIHW weights (or [O/b][C][K][K][b] blocks)");
-  if (stride <= 0) throw_error("conv2d stride must be positive, got {}", stride);
-  if (pad < 0) throw_error("conv2d padding must not be negative, got {}", pad);
-  if (dilation <= 0) throw_error("conv2d dilation must be positive, got {}", dilation);
   const auto& ds = data->shape;
   const auto& ws = weight->shape;
   int64_t block = blocked ? ws[4] : 1, out_channels = ws[0] * block;
@@ -54,13 +80,7 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int
     throw_error("conv2d: data has {} channels per group but weights expect {}", group_in, ws[1]);
   }
   int64_t kh = ws[2], kw = ws[3];
-  int64_t span_h = (kh - 1) * dilation + 1, span_w = (kw - 1) * dilation + 1;
-  int64_t ph = ds[2] + 2 * pad, pw = ds[3] + 2 * pad;
-  if (span_h > ph || span_w > pw) {
-    throw_error("conv2d: kernel {}x{} (dilation {}) is larger than the padded input {}x{}", kh, kw,
-                dilation, ph, pw);
-  }
-  int64_t oh = (ph - span_h) / stride + 1, ow = (pw - span_w) / stride + 1;
+  auto [oh, ow] = conv_output_plane(ds[2], ds[3], kh, kw, stride, pad, dilation);
   Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
   IterVar rc = reduce_axis(group_in, "rc"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx");
   int s = static_cast<int>(stride), d = static_cast<int>(dilation), b = static_cast<int>(block);
@@ -88,30 +108,9 @@ Tensor conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t stride, in
     throw_error("conv2d_nchwc: data has {} blocks of {} channels but weights expect {} of {}",
                 ds[1], ds[4], ws[1], ws[4]);
   }
-  if (stride <= 0) throw_error("conv2d stride must be positive, got {}", stride);
-  if (pad < 0) throw_error("conv2d padding must not be negative, got {}", pad);
-  if (dilation <= 0) throw_error("conv2d dilation must be positive, got {}", dilation);
   int64_t kh = ws[2], kw = ws[3];
-  int64_t span_h = (kh - 1) * dilation + 1, span_w = (kw - 1) * dilation + 1;
-  int64_t ph = ds[2] + 2 * pad, pw = ds[3] + 2 * pad;
-  if (span_h > ph || span_w > pw) {
-    throw_error("conv2d: kernel {}x{} (dilation {}) is larger than the padded input {}x{}", kh, kw,
-                dilation, ph, pw);
-  }
-  int64_t oh = (ph - span_h) / stride + 1, ow = (pw - span_w) / stride + 1;
-  Tensor in = data;
-  if (pad > 0) {
-    int64_t h = ds[2], w = ds[3];
-    int p = static_cast<int>(pad);
-    in = compute({ds[0], ds[1], ph, pw, ds[4]},
-                 [&](const std::vector<Var>& i) {
-                   Expr inside = i[2] >= Expr(p) && i[2] < Expr(int(h + pad)) && i[3] >= Expr(p) &&
-                                 i[3] < Expr(int(w + pad));
-                   return select(inside, data(i[0], i[1], i[2] - p, i[3] - p, i[4]),
-                                 make_int(0, data->dtype));
-                 },
-                 "pad", {"n", "c", "h", "w", "b"});
-  }
+  auto [oh, ow] = conv_output_plane(ds[2], ds[3], kh, kw, stride, pad, dilation);
+  Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
   IterVar ic = reduce_axis(ds[1], "ic"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx"),
           ib = reduce_axis(ds[4], "ib");
   int s = static_cast<int>(stride), d = static_cast<int>(dilation);

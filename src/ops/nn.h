@@ -9,9 +9,10 @@ namespace tessera {
 
 /// C[i, j] = sum_k A[i, k] * B[k, j]
 Tensor matmul(const Tensor& a, const Tensor& b, const std::string& name = "C");
-/// Zero padding of the two innermost dimensions of an NCHW tensor by `pad` on each side.
+/// Zero padding of H and W by `pad` on each side, of an NCHW or an NCHWc ([N][C/c][H][W][c])
+/// tensor.
 Tensor pad_nchw(const Tensor& data, int64_t pad, const std::string& name = "pad");
-/// Padding of the two innermost dimensions of an NCHW tensor with `value`.
+/// Padding of H and W of an NCHW or NCHWc tensor with `value`.
 Tensor pad_nchw_with(const Tensor& data, int64_t pad, Expr value, const std::string& name = "pad");
 /// conv[n, o, y, x] = sum_{rc, ry, rx} in[n, g*C/G + rc, y*S + ry*D, x*S + rx*D] *
 /// w[o, rc, ry, rx] with g = o / (O/G): stride S, dilation D, G groups (weights [O][C/G][K][K]),
