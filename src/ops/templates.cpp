@@ -68,9 +68,9 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
     const auto& tj = s.value(c, "tile_j");
     const auto& tk = s.value(c, "tile_k");
     bool i_first = s.value0(c, "order") == 0;
-    const std::string& pack_label = s.knobs()[4].labels[static_cast<size_t>(s.value0(c, "pack"))];
+    const std::string& pack_label = s.label(c, "pack");
     bool packed = pack_label == "pack_b";
-    bool cached = s.knobs()[5].labels[static_cast<size_t>(s.value0(c, "cache"))] == "write_cache";
+    bool cached = s.label(c, "cache") == "write_cache";
     int64_t block_j = tj[1] * tj[2];
     std::vector<ProgramStrategy> steps = g.prelude;
     steps.insert(steps.end(),
@@ -269,7 +269,7 @@ ConfigSpace conv2d_space(const Workload& w) {
     if (sp.value0(c, "unroll_kw") == 1) steps.push_back(unroll("rx"));
     if (!prepacked) steps.push_back(pack("weight", 0, oc_block));
     steps.push_back(cache_write("conv", x + ".outer", {0, 2, 3, 1}));
-    const std::string& pad_label = sp.knobs()[4].labels[static_cast<size_t>(sp.value0(c, "pad"))];
+    const std::string& pad_label = sp.label(c, "pad");
     if (pad_label == "at_row") steps.push_back(compute_at("pad", y));
     int64_t parallel_mode = sp.value0(c, "parallel");
     if (parallel_mode != 0) {
@@ -349,7 +349,7 @@ ConfigSpace conv2d_nchwc_space(const Workload& w) {
     steps.push_back(cache_write("conv", "x.outer"));
     // The cache starts from zero and writes each tile back whole: the init pass is dead.
     steps.push_back(try_(drop_init("conv")));
-    const std::string& pad_label = sp.knobs()[5].labels[static_cast<size_t>(sp.value0(c, "pad"))];
+    const std::string& pad_label = sp.label(c, "pad");
     int64_t parallel_mode = sp.value0(c, "parallel");
     // Fused first, so that padding computed per row lands inside the fused loop whichever order.
     std::string row = "y.outer";
@@ -400,7 +400,7 @@ ConfigSpace window_space(const Workload& w, const std::string& stage) {
       steps.push_back(unroll("ry"));
     }
     if (sp.value0(cfg, "cache") == 1) steps.push_back(cache_write(stage, "x.outer"));
-    const std::string& pad_label = sp.knobs()[3].labels[static_cast<size_t>(sp.value0(cfg, "pad"))];
+    const std::string& pad_label = sp.label(cfg, "pad");
     if (pad_label == "at_channel") steps.push_back(compute_at("pad", c + ".outer"));
     if (sp.value0(cfg, "parallel") == 1) {
       steps.push_back(parallel(c + ".outer"));

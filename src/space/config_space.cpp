@@ -166,6 +166,12 @@ const std::vector<int64_t>& ConfigSpace::value(const Config& c, const std::strin
   return knobs_[i].values.at(static_cast<size_t>(c.choice.at(i)));
 }
 
+const std::string& ConfigSpace::label(const Config& c, const std::string& knob) const {
+  size_t i = knob_index(knob);
+  if (knobs_[i].labels.empty()) throw_internal("knob {} of {} is not a choice", knob, name_);
+  return knobs_[i].labels.at(static_cast<size_t>(c.choice.at(i)));
+}
+
 std::string ConfigSpace::describe(const Config& c) const {
   std::vector<std::string> parts;
   for (size_t i = 0; i < knobs_.size(); ++i) {

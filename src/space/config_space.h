@@ -58,6 +58,8 @@ class ConfigSpace {
   /// The value a configuration gives a knob.
   const std::vector<int64_t>& value(const Config& c, const std::string& knob) const;
   int64_t value0(const Config& c, const std::string& knob) const { return value(c, knob).at(0); }
+  /// The option name a configuration picks for a choice knob.
+  const std::string& label(const Config& c, const std::string& knob) const;
   /// The filled-in strategy; its text parses back to an equal strategy.
   ProgramStrategy instantiate(const Config& c) const { return instantiate_(*this, c); }
   /// `tile_i=[16, 4] order=j_first ...`: the knob values, for logs.

@@ -64,13 +64,22 @@ TEST(ConfigSpace, AChoiceOfSpacesInstantiatesTheChosenAlternativeWithItsOwnKnobs
                          return s.value0(c, "vec") == 1 ? seq(st, vectorize(loop + ".inner")) : st;
                        });
   };
-  ConfigSpace both = choice_of_spaces("both", "which", {{"on_i", space_of("i")}, {"on_j", space_of("j")}});
+  ConfigSpace both =
+      choice_of_spaces("both", "which", {{"on_i", space_of("i")}, {"on_j", space_of("j")}});
   ASSERT_EQ(both.knobs().size(), 5u);
   EXPECT_EQ(both.knobs()[0].name, "which");
   EXPECT_EQ(both.knobs()[3].name, "on_j.factor");
   EXPECT_EQ(both.size(), 2u * 6u * 6u);
   EXPECT_EQ(both.instantiate(Config{{0, 1, 1, 2, 0}}).text(), "split(i, 4) ; vectorize(i.inner)");
   EXPECT_EQ(both.instantiate(Config{{1, 1, 1, 2, 0}}).text(), "split(j, 8)");
+}
+
+TEST(ConfigSpace, ChoiceKnobsNameTheirPick) {
+  ConfigSpace s("s", {int_knob("factor", {2, 4}), choice_knob("vec", {"off", "on"})},
+                [](const ConfigSpace&, const Config&) { return split("i", 2); });
+  EXPECT_EQ(s.label(Config{{0, 1}}, "vec"), "on");
+  EXPECT_EQ(s.label(Config{{1, 0}}, "vec"), "off");
+  EXPECT_THROW(s.label(Config{{0, 0}}, "factor"), InternalError);
 }
 
 // Every configuration of a template prints as strategy text that parses back, and a sample of
