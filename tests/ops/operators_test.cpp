@@ -43,14 +43,23 @@ const char* const kWorkloads[] = {
     "relu:M=5,N=17",
 };
 
+// Compiles and runs `program` once, untimed, on random inputs from `seed`, checked against the
+// reference; threads 0 is OpenMP's default.
+Evaluation run_untimed(const OpInstance& op, const Program& program, int threads = 0,
+                       uint64_t seed = 42) {
+  EvaluateParams params;
+  params.time = false;
+  params.threads = threads;
+  params.seed = seed;
+  return evaluate(op, program, params);
+}
+
 TEST(Operators, PlainProgramsMatchTheirReferences) {
   for (const char* w : kWorkloads) {
     SCOPED_TRACE(w);
     OpInstance op = instantiate(parse_workload(w));
     EXPECT_TRUE(testing::interpreter_matches_reference(op, op.program, 5));
-    EvaluateParams params;
-    params.time = false;
-    Evaluation ev = evaluate(op, op.program, params);
+    Evaluation ev = run_untimed(op, op.program);
     EXPECT_TRUE(ev.correct) << ev.mismatch;
   }
 }
@@ -75,11 +84,7 @@ TEST(Operators, RandomConfigurationsOfEverySpaceAreCorrect) {
       EXPECT_TRUE(testing::interpreter_matches_reference(op, r.program(), i)) << s.text();
       if (compiled < 2) {
         ++compiled;
-        EvaluateParams params;
-        params.time = false;
-        params.threads = 2;
-        params.seed = i;
-        Evaluation ev = evaluate(op, r.program(), params);
+        Evaluation ev = run_untimed(op, r.program(), 2, i);
         EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
       }
     }
@@ -118,10 +123,7 @@ TEST(Operators, DenseDotFormVectorizesTheReduction) {
     EXPECT_TRUE(testing::interpreter_matches_reference(op, r.program(), dot)) << strategy.text();
     if (space.value0(c, "dot.parallel") != 1 || compiled >= 3) continue;
     ++compiled;
-    EvaluateParams params;
-    params.time = false;
-    params.threads = 2;
-    Evaluation ev = evaluate(op, r.program(), params);
+    Evaluation ev = run_untimed(op, r.program(), 2);
     EXPECT_TRUE(ev.correct) << strategy.text() << "\n" << ev.mismatch;
     EXPECT_NE(ev.code.find("__builtin_memcpy(&W_vec"), std::string::npos) << ev.code;
     EXPECT_NE(ev.code.find("#pragma omp parallel for"), std::string::npos) << ev.code;
@@ -138,9 +140,7 @@ TEST(Operators, PointwiseConvolutionAsAMatmulReadsPixelsAsVectors) {
       "fuse(y, x) ; split(y.x.fused, 16) ; reorder(n, o, y.x.fused.outer, rc, ry, rx, "
       "y.x.fused.inner) ; vectorize(y.x.fused.inner)")(op.program);
   ASSERT_TRUE(r.ok()) << r.message();
-  EvaluateParams params;
-  params.time = false;
-  Evaluation ev = evaluate(op, r.program(), params);
+  Evaluation ev = run_untimed(op, r.program());
   EXPECT_TRUE(ev.correct) << ev.mismatch;
   EXPECT_NE(ev.code.find("__builtin_memcpy(&data_vec, &data[n * 240 + rc * 48 + "),
             std::string::npos)
@@ -162,7 +162,7 @@ TEST(Operators, PointwiseConvolutionAsAMatmulReadsPixelsAsVectors) {
     ProgramStrategy strategy = space.instantiate(c);
     RewriteResult<Program> applied = strategy(op.program);
     ASSERT_TRUE(applied.ok()) << strategy.text() << ": " << applied.message();
-    Evaluation cev = evaluate(op, applied.program(), params);
+    Evaluation cev = run_untimed(op, applied.program());
     EXPECT_TRUE(cev.correct) << strategy.text() << ": " << cev.mismatch;
     EXPECT_NE(cev.code.find("conv_local"), std::string::npos) << cev.code;
     EXPECT_NE(cev.code.find("omp parallel"), std::string::npos) << cev.code;
@@ -187,11 +187,7 @@ TEST(Operators, PanelPackingCopiesBInsideTheParallelLoop) {
       ASSERT_NE(s.text().find("cache_read(B, j.outer)"), std::string::npos) << s.text();
       RewriteResult<Program> r = s(op.program);
       ASSERT_TRUE(r.ok()) << s.text() << ": " << r.message();
-      EvaluateParams params;
-      params.time = false;
-      params.threads = 2;
-      params.seed = i;
-      Evaluation ev = evaluate(op, r.program(), params);
+      Evaluation ev = run_untimed(op, r.program(), 2, i);
       EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
       EXPECT_NE(ev.code.find("B_local"), std::string::npos) << ev.code;
       ++checked;
@@ -215,9 +211,7 @@ TEST(Operators, PrepackedWeightsAreReadAsVectorsWithoutPacking) {
     RewriteResult<Program> r = s(op.program);
     if (!r) continue;
     ++checked;
-    EvaluateParams params;
-    params.time = false;
-    Evaluation ev = evaluate(op, r.program(), params);
+    Evaluation ev = run_untimed(op, r.program());
     EXPECT_TRUE(ev.correct) << ev.mismatch;
     EXPECT_EQ(ev.code.find("weight_packed"), std::string::npos) << ev.code;
     // The lane of the vector is the block's last index: contiguous reads.
@@ -245,10 +239,7 @@ TEST(Operators, BlockedConvolutionReadsBlocksInPlace) {
     ProgramStrategy s = space.instantiate(c);
     RewriteResult<Program> r = s(op.program);
     ASSERT_TRUE(r.ok()) << s.text() << ": " << r.message();
-    EvaluateParams params;
-    params.time = false;
-    params.threads = 2;
-    Evaluation ev = evaluate(op, r.program(), params);
+    Evaluation ev = run_untimed(op, r.program(), 2);
     EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
     EXPECT_EQ(ev.code.find("packed"), std::string::npos) << ev.code;
     EXPECT_NE(ev.code.find("__builtin_memcpy(&weight_vec"), std::string::npos) << ev.code;
@@ -276,10 +267,7 @@ TEST(Operators, Im2colTemplateIsAMatmulOverTheGatheredMatrix) {
     if (!r) continue;
     ++checked;
     EXPECT_TRUE(testing::interpreter_matches_reference(op, r.program(), i)) << s.text();
-    EvaluateParams params;
-    params.time = false;
-    params.threads = 2;
-    Evaluation ev = evaluate(op, r.program(), params);
+    Evaluation ev = run_untimed(op, r.program(), 2);
     EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
     // Consecutive pixels are consecutive floats of the gathered matrix (a vector move, or an
     // `omp simd` loop over a contiguous index when a partial tile needs guards).
