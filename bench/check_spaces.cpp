@@ -49,6 +49,16 @@ int main(int argc, char** argv) {
                            dim(k, 12), dim(k, 20), k, dim(1, 2), dim(0, k - 1));
       },
       [&] {
+        int k = dim(1, 3), cb = rng() % 2 ? 8 : 4, c = rng() % 3 ? cb * dim(1, 3) : dim(1, 3);
+        return fmt::format("conv2d_nchwc:N=1,C={},H={},W={},O={},K={},S={},P={},CB={}", c,
+                           dim(k, 12), dim(k, 16), cb * dim(1, 3), k, dim(1, 2), dim(0, k - 1), cb);
+      },
+      [&] {
+        int k = dim(1, 3), cb = rng() % 2 ? 8 : 4;
+        return fmt::format("depthwise_conv2d_nchwc:N=1,C={},H={},W={},K={},S={},P={},CB={}",
+                           cb * dim(1, 3), dim(k, 12), dim(k, 20), k, dim(1, 2), dim(0, k - 1), cb);
+      },
+      [&] {
         int k = dim(1, 3);
         return fmt::format("{}:N=1,C={},H={},W={},K={},S={},P={}",
                            rng() % 2 ? "max_pool2d" : "avg_pool2d", dim(1, 5), dim(k, 12),
@@ -87,7 +97,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::cout << fmt::format("{} configurations compiled and checked, {} refused by a rule, {} wrong\n",
-                           checked, refused, wrong);
+  std::cout << fmt::format(
+      "{} configurations compiled and checked, {} refused by a rule, {} wrong\n", checked, refused,
+      wrong);
   return wrong == 0 ? 0 : 1;
 }

@@ -136,6 +136,30 @@ std::optional<Baseline> onednn_conv_nchwc(const OpInstance& op, const ConvParams
       op.flops / seconds * 1e-9, true};
 }
 
+// oneDNN's depthwise convolution in depthwise_conv2d_nchwc's layouts: nChw16c (or 8c) data and
+// output, Goihw16g (8g) weights; nullopt where that is only its reference kernel.
+std::optional<Baseline> onednn_depthwise_nchwc(const OpInstance& op, const ConvParams& c,
+                                               int64_t cb, int repeat) {
+  if (cb != 16 && cb != 8) return std::nullopt;
+  Tag blocked = cb == 16 ? Tag::nChw16c : Tag::nChw8c;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  memory::desc src = md({c.n, c.c, c.h, c.w}, blocked),
+               wei = md({c.g, 1, 1, c.k, c.k}, cb == 16 ? Tag::Goihw16g : Tag::Goihw8g),
+               dst = md({c.n, c.o, c.oh, c.ow}, blocked);
+  memory::dims strides{c.s, c.s}, dilates{0, 0}, pad{c.p, c.p};
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                       dnnl::algorithm::convolution_direct, src, wei, dst, strides,
+                                       dilates, pad, pad);
+  dnnl::convolution_forward::primitive_desc pd(desc, engine);
+  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return std::nullopt;
+  double seconds =
+      time_primitive<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
+          engine, pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}}, repeat);
+  return Baseline{
+      "oneDNN convolution (" + std::string(pd.impl_info_str()) + ", the kernel's blocked layouts)",
+      op.flops / seconds * 1e-9, true};
+}
+
 Baseline onednn_pool(const OpInstance& op, const Workload& w, bool is_max, int repeat) {
   ConvParams c = conv_params(w, true);
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -246,6 +270,14 @@ std::vector<Baseline> library_baselines(const OpInstance& op, const Workload& w,
     Baseline own = onednn_conv(op, c, false, false, repeat);
     if (auto same = onednn_conv_nchwc(op, c, w.get_or("CB", 16), repeat)) return {*same, own};
     // No optimized oneDNN kernel in the kernel's layouts: compare with its own choice instead.
+    own.same_layout = true;
+    own.name += " (no optimized kernel in the kernel's layouts)";
+    return {own};
+  }
+  if (kind == "depthwise_conv2d_nchwc") {
+    ConvParams c = conv_params(w, true);
+    Baseline own = onednn_conv(op, c, false, false, repeat);
+    if (auto same = onednn_depthwise_nchwc(op, c, w.get_or("CB", 16), repeat)) return {*same, own};
     own.same_layout = true;
     own.name += " (no optimized kernel in the kernel's layouts)";
     return {own};

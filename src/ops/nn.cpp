@@ -149,6 +149,33 @@ Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t s
       name, {"n", "c", "y", "x"});
 }
 
+Tensor depthwise_conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
+                              const std::string& name) {
+  if (data.ndim() != 5 || weight.ndim() != 4)
+    throw_error(
+        "depthwise_conv2d_nchwc needs [N][C/cb][H][W][cb] data and [C/cb][K][K][cb] weights");
+  const auto& ds = data->shape;
+  const auto& ws = weight->shape;
+  if (ws[0] != ds[1] || ws[3] != ds[4] || ws[1] != ws[2]) {
+    throw_error(
+        "depthwise_conv2d_nchwc: data has {} blocks of {} channels but weights are "
+        "[{}][{}][{}][{}]",
+        ds[1], ds[4], ws[0], ws[1], ws[2], ws[3]);
+  }
+  int64_t k = ws[1];
+  auto [oh, ow] = conv_output_plane(ds[2], ds[3], k, k, stride, pad, 1);
+  Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
+  IterVar ry = reduce_axis(k, "ry"), rx = reduce_axis(k, "rx");
+  int s = static_cast<int>(stride);
+  return compute({ds[0], ds[1], oh, ow, ds[4]},
+                 [&](const std::vector<Var>& i) {
+                   return sum(in(i[0], i[1], i[2] * s + ry.var, i[3] * s + rx.var, i[4]) *
+                                  weight(i[1], ry.var, rx.var, i[4]),
+                              {ry, rx});
+                 },
+                 name, {"n", "c", "y", "x", "b"});
+}
+
 Tensor pool2d_nchw(const Tensor& data, PoolKind kind, int64_t k, int64_t stride, int64_t pad,
                    const std::string& name) {
   if (data.ndim() != 4) throw_error("pool2d needs a 4-D NCHW tensor");

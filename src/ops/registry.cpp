@@ -262,6 +262,43 @@ OpInstance build_depthwise_conv2d(const Workload& w) {
   return op;
 }
 
+OpInstance build_depthwise_conv2d_nchwc(const Workload& w) {
+  WindowShape s = window_shape(w);
+  int64_t cb = w.get_or("CB", 16);
+  if (cb <= 0 || s.c % cb != 0)
+    throw_error("depthwise_conv2d_nchwc: CB={} (channel block) must divide C={}", cb, s.c);
+  Tensor data = placeholder({s.n, s.c / cb, s.h, s.w, cb}, DType::kFloat32, "data");
+  Tensor weight = placeholder({s.c / cb, s.k, s.k, cb}, DType::kFloat32, "weight");
+  Tensor out = depthwise_conv2d_nchwc(data, weight, s.s, s.p, "dwconv");
+  OpInstance op{{data, weight, out},
+                lower("depthwise_conv2d_nchwc", {data, weight, out}),
+                2.0 * s.n * s.c * s.oh * s.ow * s.k * s.k,
+                s.k * s.k,
+                nullptr};
+  op.reference = [s, cb](Arrays& x) {
+    // Channel c lives in block c / cb at lane c % cb of every tensor.
+    auto at = [cb](int64_t n, int64_t c, int64_t y, int64_t xx, int64_t channels, int64_t h,
+                   int64_t wd) {
+      return (((n * (channels / cb) + c / cb) * h + y) * wd + xx) * cb + c % cb;
+    };
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t y = 0; y < s.oh; ++y)
+          for (int64_t xx = 0; xx < s.ow; ++xx) {
+            double acc = 0;
+            for (int64_t ky = 0; ky < s.k; ++ky)
+              for (int64_t kx = 0; kx < s.k; ++kx) {
+                int64_t iy = y * s.s + ky - s.p, ix = xx * s.s + kx - s.p;
+                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                acc += x[0][at(n, c, iy, ix, s.c, s.h, s.w)] *
+                       x[1][((c / cb * s.k + ky) * s.k + kx) * cb + c % cb];
+              }
+            x[2][at(n, c, y, xx, s.c, s.oh, s.ow)] = acc;
+          }
+  };
+  return op;
+}
+
 OpInstance build_pool2d(const Workload& w, PoolKind kind) {
   WindowShape s = window_shape(w);
   if (s.p >= s.k) throw_error("{}: P={} must be smaller than K={}", w.op, s.p, s.k);
@@ -422,6 +459,12 @@ const std::vector<OpDef>& op_registry() {
        {},
        "one KxK filter per channel (weights [C][K][K]), stride S, zero padding P, float32",
        build_depthwise_conv2d},
+      {"depthwise_conv2d_nchwc",
+       {"N", "C", "H", "W", "K", "S", "P"},
+       {{"CB", 16}},
+       "depthwise_conv2d with channels in blocks of CB (TVM's NCHWc, oneDNN's nChw16c): data "
+       "[N][C/CB][H][W][CB], weights [C/CB][K][K][CB], out [N][C/CB][OH][OW][CB]",
+       build_depthwise_conv2d_nchwc},
       {"max_pool2d",
        {"N", "C", "H", "W", "K", "S", "P"},
        {},

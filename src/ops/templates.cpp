@@ -412,6 +412,56 @@ ConfigSpace window_space(const Workload& w, const std::string& stage) {
   return ConfigSpace(w.text(), std::move(knobs), instantiate);
 }
 
+// depthwise_conv2d in channel blocks, as TVM's depthwise_conv2d_NCHWc and oneDNN's dw kernels: a
+// block's channels are the vector, so a stride-2 row is still read as whole vectors and rows of 7
+// columns lose no lanes. Register tile: tile_oh rows x tile_ow columns x tile_c blocks.
+ConfigSpace depthwise_nchwc_space(const Workload& w) {
+  int64_t cb = w.get_or("CB", 16), k = w.get("K"), s = w.get("S"), p = w.get("P");
+  int64_t ow = (w.get("W") + 2 * p - k) / s + 1, oh = (w.get("H") + 2 * p - k) / s + 1;
+  std::vector<Knob> knobs{
+      split_knob_from("tile_ow", ow, {{1}, {2}, {4}, {7}, {8}, {14}, {16}, {28}}),
+      split_knob_from("tile_oh", oh, {{1}, {2}, {4}}),
+      split_knob_from("tile_c", w.get("C") / cb, {{1}, {2}}),
+      choice_knob("pad", p > 0 ? std::vector<std::string>{"root", "at_row"}
+                               : std::vector<std::string>{"none"}),
+      choice_knob("unroll_window", {"off", "on"}),
+      choice_knob("parallel", {"off", "outer", "fused"}),
+  };
+  // The pad stage has loops n, c, h, w, b too: the convolution's own are named by stage there.
+  std::string n = p > 0 ? "dwconv.n" : "n", c = p > 0 ? "dwconv.c" : "c",
+              b = p > 0 ? "dwconv.b" : "b";
+  auto instantiate = [=](const ConfigSpace& sp, const Config& cfg) {
+    std::vector<ProgramStrategy> steps{split(c, sp.value(cfg, "tile_c")[1]),
+                                       split("y", sp.value(cfg, "tile_oh")[1]),
+                                       split("x", sp.value(cfg, "tile_ow")[1])};
+    steps.push_back(reorder({n, c + ".outer", "y.outer", "x.outer", "ry", "rx", c + ".inner",
+                             "y.inner", "x.inner", b}));
+    steps.push_back(vectorize(b));
+    steps.push_back(unroll("x.inner"));
+    steps.push_back(unroll("y.inner"));
+    steps.push_back(unroll(c + ".inner"));
+    if (sp.value0(cfg, "unroll_window") == 1) {
+      steps.push_back(unroll("rx"));
+      steps.push_back(unroll("ry"));
+    }
+    steps.push_back(cache_write("dwconv", "x.outer"));
+    steps.push_back(try_(drop_init("dwconv")));
+    const std::string& pad_label = sp.label(cfg, "pad");
+    int64_t parallel_mode = sp.value0(cfg, "parallel");
+    std::string row = "y.outer";
+    if (parallel_mode == 2) {
+      row = c + ".outer.y.outer.fused";
+      steps.push_back(fuse(c + ".outer", "y.outer"));
+      steps.push_back(parallel(row));
+    }
+    if (parallel_mode == 1) steps.push_back(parallel(c + ".outer"));
+    if (pad_label == "at_row") steps.push_back(compute_at("pad", row));
+    if (parallel_mode != 0 && pad_label == "root") steps.push_back(parallel("pad.c"));
+    return seq_all(steps);
+  };
+  return ConfigSpace(w.text(), std::move(knobs), instantiate);
+}
+
 // Elementwise operators over [M, N]: vectors along the row, rows split across threads.
 ConfigSpace elementwise_space(const Workload& w) {
   std::vector<Knob> knobs{
@@ -442,12 +492,14 @@ ConfigSpace space_for(const Workload& w) {
   if (w.op == "dense") return dense_space(w);
   if (w.op == "batch_matmul") return batch_matmul_space(w);
   if (w.op == "depthwise_conv2d") return window_space(w, "dwconv");
+  if (w.op == "depthwise_conv2d_nchwc") return depthwise_nchwc_space(w);
   if (w.op == "max_pool2d" || w.op == "avg_pool2d") return window_space(w, "pool");
   if (w.op == "add" || w.op == "relu" || w.op == "bias_add") return elementwise_space(w);
   if (w.op == "softmax") return softmax_space(w);
   throw_error(
       "no search space for {} yet (spaces: matmul, conv2d, conv2d_nchwc, conv2d_bias_relu, dense, "
-      "batch_matmul, depthwise_conv2d, max_pool2d, avg_pool2d, add, relu, bias_add, softmax)",
+      "batch_matmul, depthwise_conv2d, depthwise_conv2d_nchwc, max_pool2d, avg_pool2d, add, relu, "
+      "bias_add, softmax)",
       w.op);
 }
 

@@ -35,6 +35,8 @@ const char* const kWorkloads[] = {
     "dense:B=3,I=10,O=32,WB=16",
     "depthwise_conv2d:N=1,C=5,H=9,W=18,K=3,S=1,P=1",
     "depthwise_conv2d:N=1,C=3,H=9,W=8,K=3,S=2,P=1",
+    "depthwise_conv2d_nchwc:N=1,C=32,H=9,W=10,K=3,S=1,P=1",
+    "depthwise_conv2d_nchwc:N=1,C=24,H=8,W=9,K=3,S=2,P=1,CB=8",
     "max_pool2d:N=1,C=3,H=9,W=9,K=3,S=2,P=1",
     "avg_pool2d:N=1,C=3,H=8,W=20,K=2,S=2,P=0",
     "bias_add:M=4,N=37",
