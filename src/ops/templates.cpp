@@ -422,7 +422,9 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
       split_knob_from("tile_ow", ow, {{1}, {2}, {4}, {7}, {8}, {14}, {16}, {28}}),
       split_knob_from("tile_oh", oh, {{1}, {2}, {4}}),
       split_knob_from("tile_c", w.get("C") / cb, {{1}, {2}}),
-      choice_knob("pad", p > 0 ? std::vector<std::string>{"root", "at_row"}
+      // inline: no padded copy at all, each read tests its row and column; with channels as
+      // lanes the test is the same for the whole vector (stride 2 doubled: docs/operators.md).
+      choice_knob("pad", p > 0 ? std::vector<std::string>{"root", "at_row", "inline"}
                                : std::vector<std::string>{"none"}),
       choice_knob("unroll_window", {"off", "on"}),
       choice_knob("parallel", {"off", "outer", "fused"}),
@@ -456,6 +458,7 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
     }
     if (parallel_mode == 1) steps.push_back(parallel(c + ".outer"));
     if (pad_label == "at_row") steps.push_back(compute_at("pad", row));
+    if (pad_label == "inline") steps.push_back(compute_inline("pad"));
     if (parallel_mode != 0 && pad_label == "root") steps.push_back(parallel("pad.c"));
     return seq_all(steps);
   };

@@ -2,6 +2,7 @@
 // configurations of its search space (interpreted and compiled), workload keys and bad shapes.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <regex>
 
@@ -251,6 +252,37 @@ TEST(Operators, BlockedConvolutionReadsBlocksInPlace) {
     ++checked[mode];
   }
   EXPECT_EQ(checked[0] + checked[1] + checked[2], 3);
+}
+
+// depthwise_conv2d_nchwc: every padding choice is correct at stride 2, the weights are read as
+// whole vectors of a block's channels, and "inline" leaves no padded copy.
+TEST(Operators, BlockedDepthwiseReadsWholeChannelVectorsWithEveryPadding) {
+  Workload w = parse_workload("depthwise_conv2d_nchwc:N=1,C=32,H=9,W=11,K=3,S=2,P=1");
+  OpInstance op = instantiate(w);
+  EXPECT_EQ(op.args[0]->shape, (std::vector<int64_t>{1, 2, 9, 11, 16}));
+  EXPECT_EQ(op.args[1]->shape, (std::vector<int64_t>{2, 3, 3, 16}));
+  EXPECT_EQ(op.args[2]->shape, (std::vector<int64_t>{1, 2, 5, 6, 16}));
+  ConfigSpace space = space_for(w);
+  std::mt19937_64 rng(5);
+  std::map<std::string, int> checked;
+  for (int i = 0; i < 200 && checked.size() < 3; ++i) {
+    Config c = space.sample(rng);
+    const std::string& pad = space.label(c, "pad");
+    if (checked.count(pad)) continue;
+    ProgramStrategy s = space.instantiate(c);
+    RewriteResult<Program> r = s(op.program);
+    ASSERT_TRUE(r.ok()) << s.text() << ": " << r.message();
+    Evaluation ev = run_untimed(op, r.program(), 2);
+    EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
+    // Inlined padding selects per read, which the C leaves to the compiler's vectorizer.
+    if (pad != "inline") {
+      EXPECT_NE(ev.code.find("__builtin_memcpy(&weight_vec"), std::string::npos) << ev.code;
+    }
+    bool has_pad_buffer = ev.code.find("pad[") != std::string::npos;
+    EXPECT_EQ(has_pad_buffer, pad != "inline") << s.text() << "\n" << ev.code;
+    ++checked[pad];
+  }
+  EXPECT_EQ(checked.size(), 3u);
 }
 
 // IM2COL=1 tunes the im2col template: the padded input gathered into a [C*K*K] x [OH*OW] matrix
