@@ -52,7 +52,7 @@ def compulsory_bytes(workload):
         ow = conv_out(k["W"], k["K"], k["S"], k["P"], d)
         floats = (k["N"] * k["C"] * k["H"] * k["W"] + k["O"] * (k["C"] // g) * k["K"] * k["K"] +
                   k["N"] * k["O"] * oh * ow)
-    elif op == "depthwise_conv2d":
+    elif op in ("depthwise_conv2d", "depthwise_conv2d_nchwc"):
         oh = conv_out(k["H"], k["K"], k["S"], k["P"])
         ow = conv_out(k["W"], k["K"], k["S"], k["P"])
         floats = k["N"] * k["C"] * (k["H"] * k["W"] + oh * ow) + k["C"] * k["K"] * k["K"]
