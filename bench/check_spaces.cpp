@@ -45,16 +45,18 @@ int main(int argc, char** argv) {
       },
       [&] {
         int k = dim(1, 3);
-        return fmt::format("depthwise_conv2d:N=1,C={},H={},W={},K={},S={},P={}", dim(1, 6),
-                           dim(k, 12), dim(k, 20), k, dim(1, 2), dim(0, k - 1));
+        // Multiples of 8 channels also get the channel-block form.
+        int c = rng() % 2 ? 8 * dim(1, 4) : dim(1, 6);
+        return fmt::format("depthwise_conv2d:N=1,C={},H={},W={},K={},S={},P={}", c, dim(k, 12),
+                           dim(k, 20), k, dim(1, 2), dim(0, k - 1));
       },
       [&] {
-        int k = dim(1, 3), cb = rng() % 2 ? 8 : 4, c = rng() % 3 ? cb * dim(1, 3) : dim(1, 3);
+        int k = dim(1, 3), cb = 4 << (rng() % 3), c = rng() % 3 ? cb * dim(1, 3) : dim(1, 3);
         return fmt::format("conv2d_nchwc:N=1,C={},H={},W={},O={},K={},S={},P={},CB={}", c,
                            dim(k, 12), dim(k, 16), cb * dim(1, 3), k, dim(1, 2), dim(0, k - 1), cb);
       },
       [&] {
-        int k = dim(1, 3), cb = rng() % 2 ? 8 : 4;
+        int k = dim(1, 3), cb = 4 << (rng() % 3);
         return fmt::format("depthwise_conv2d_nchwc:N=1,C={},H={},W={},K={},S={},P={},CB={}",
                            cb * dim(1, 3), dim(k, 12), dim(k, 20), k, dim(1, 2), dim(0, k - 1), cb);
       },

@@ -8,8 +8,10 @@ The benchmarks time a kernel back to back, so after the first run its data sits 
 cache level that holds the compulsory bytes; that level's bandwidth makes the slanted roof a
 workload is held to. A point near the flat roof is bound by the FMA units: what it lacks is in
 the instruction stream. A point near its slanted roof is bound by that level's bandwidth: what it
-lacks is reuse. Writes a figure (.png) and a table (.md) with each workload's share of its roof;
-a workload in several tables is taken from the last. Example:
+lacks is reuse. The model is coarse: writes are held to the read bandwidth, and a private level
+counts once per thread (one thread per core). Writes a figure (.png) and a table (.md) with each
+workload's share of its roof; a workload in several tables is taken from the last, rows whose
+kernel was wrong are left out. Example:
 
   /usr/bin/python3 bench/roofline.py --csv docs/bench/2026-12-01-matmul-v6-t2.csv \\
       docs/bench/2026-12-01-resnet-nchwc-t2.csv --threads 2 --out docs/bench/roofline-t2
@@ -56,6 +58,16 @@ def compulsory_bytes(workload):
         oh = conv_out(k["H"], k["K"], k["S"], k["P"])
         ow = conv_out(k["W"], k["K"], k["S"], k["P"])
         floats = k["N"] * k["C"] * (k["H"] * k["W"] + oh * ow) + k["C"] * k["K"] * k["K"]
+    elif op in ("max_pool2d", "avg_pool2d"):
+        oh = conv_out(k["H"], k["K"], k["S"], k["P"])
+        ow = conv_out(k["W"], k["K"], k["S"], k["P"])
+        floats = k["N"] * k["C"] * (k["H"] * k["W"] + oh * ow)
+    elif op == "add":
+        floats = 3 * k["M"] * k["N"]
+    elif op in ("relu", "softmax"):
+        floats = 2 * k["M"] * k["N"]
+    elif op == "bias_add":
+        floats = 2 * k["M"] * k["N"] + k["N"]
     else:
         return None
     return floats * FLOAT_BYTES
@@ -66,7 +78,7 @@ def read_rows(paths, threads):
     for path in paths:
         with open(path) as f:
             for r in csv.DictReader(f):
-                if int(r["threads"]) != threads:
+                if int(r["threads"]) != threads or r["correct"] != "True":
                     continue
                 nbytes = compulsory_bytes(r["workload"])
                 if nbytes is None:
@@ -75,11 +87,10 @@ def read_rows(paths, threads):
                     continue
                 flops = float(r["flops"])
                 library = float(r["library_gflops"]) if r["library_gflops"] else None
-                blocked = float(r["blocked_gflops"]) if r.get("blocked_gflops") else None
-                rows[r["name"]] = {"name": r["name"], "workload": r["workload"],
-                                   "bytes": nbytes, "intensity": flops / nbytes,
-                                   "tessera": float(r["gflops"]), "library": library,
-                                   "library_name": r["library"], "blocked": blocked}
+                rows[r["workload"]] = {"name": r["name"], "workload": r["workload"],
+                                       "bytes": nbytes, "intensity": flops / nbytes,
+                                       "tessera": float(r["gflops"]), "library": library,
+                                       "library_name": r["library"]}
     return list(rows.values())
 
 
@@ -118,6 +129,9 @@ def main():
 
     roofs = machine_roofs(args)
     t = str(args.threads)
+    if t not in roofs.get("peak_gflops", {}) or t not in roofs.get("read_gbytes_per_s", {}):
+        sys.exit(f"roofline: the roofs have no peak and bandwidth for {args.threads} thread(s); "
+                 f"run fma_peak --threads {args.threads} --bandwidth --json")
     peak = roofs["peak_gflops"][t]
     bandwidth = roofs["read_gbytes_per_s"][t]
     rows = read_rows(args.csv, args.threads)

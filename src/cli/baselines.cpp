@@ -105,21 +105,15 @@ Baseline onednn_conv(const OpInstance& op, const ConvParams& c, bool bias_relu, 
           op.flops / seconds * 1e-9, plain, !plain};
 }
 
-// oneDNN's convolution in conv2d_nchwc's layouts: data in blocks of 16 or 8 channels (or, with
-// fewer channels than a block, [N][1][H][W][C], which is NHWC), weights OIhw16i16o (Ohwi16o for
-// such an input), output nChw16c. nullopt for blocks oneDNN has no format tag for, and where
-// oneDNN has only its reference kernel for these layouts (C1's NHWC input with a blocked output):
-// timing that would compare against a kernel nobody would run.
-std::optional<Baseline> onednn_conv_nchwc(const OpInstance& op, const ConvParams& c, int64_t cb,
-                                          int repeat) {
-  if (cb != 16 && cb != 8) return std::nullopt;
-  bool wide = cb == 16, whole_input = c.c % cb != 0;
-  Tag data_tag = whole_input ? Tag::nhwc : wide ? Tag::nChw16c : Tag::nChw8c;
-  Tag weight_tag =
-      whole_input ? (wide ? Tag::Ohwi16o : Tag::Ohwi8o) : (wide ? Tag::OIhw16i16o : Tag::OIhw8i8o);
+// oneDNN's convolution with every layout fixed (the kernel's, so that nothing is reordered), or
+// nullopt where oneDNN has only its reference kernel for them: timing that would compare against
+// a kernel nobody would run.
+std::optional<Baseline> onednn_conv_in_layouts(const OpInstance& op, const ConvParams& c,
+                                               Tag data_tag, const memory::dims& weight_dims,
+                                               Tag weight_tag, Tag out_tag, int repeat) {
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  memory::desc src = md({c.n, c.c, c.h, c.w}, data_tag), wei = md({c.o, c.c, c.k, c.k}, weight_tag),
-               dst = md({c.n, c.o, c.oh, c.ow}, wide ? Tag::nChw16c : Tag::nChw8c);
+  memory::desc src = md({c.n, c.c, c.h, c.w}, data_tag), wei = md(weight_dims, weight_tag),
+               dst = md({c.n, c.o, c.oh, c.ow}, out_tag);
   memory::dims strides{c.s, c.s}, dilates{c.d - 1, c.d - 1}, pad{c.p, c.p};
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
                                        dnnl::algorithm::convolution_direct, src, wei, dst, strides,
@@ -136,28 +130,29 @@ std::optional<Baseline> onednn_conv_nchwc(const OpInstance& op, const ConvParams
       op.flops / seconds * 1e-9, true};
 }
 
-// oneDNN's depthwise convolution in depthwise_conv2d_nchwc's layouts: nChw16c (or 8c) data and
-// output, Goihw16g (8g) weights; nullopt where that is only its reference kernel.
+// conv2d_nchwc's layouts: data in blocks of 16 or 8 channels (or, with fewer channels than a
+// block, [N][1][H][W][C], which is NHWC), weights OIhw16i16o (Ohwi16o for such an input), output
+// nChw16c; nullopt for other blocks, which have no oneDNN format tag. (C1's NHWC input with a
+// blocked output has only the reference kernel.)
+std::optional<Baseline> onednn_conv_nchwc(const OpInstance& op, const ConvParams& c, int64_t cb,
+                                          int repeat) {
+  if (cb != 16 && cb != 8) return std::nullopt;
+  bool wide = cb == 16, whole_input = c.c % cb != 0;
+  Tag data_tag = whole_input ? Tag::nhwc : wide ? Tag::nChw16c : Tag::nChw8c;
+  Tag weight_tag =
+      whole_input ? (wide ? Tag::Ohwi16o : Tag::Ohwi8o) : (wide ? Tag::OIhw16i16o : Tag::OIhw8i8o);
+  return onednn_conv_in_layouts(op, c, data_tag, {c.o, c.c, c.k, c.k}, weight_tag,
+                                wide ? Tag::nChw16c : Tag::nChw8c, repeat);
+}
+
+// depthwise_conv2d_nchwc's layouts: nChw16c (8c) data and output, Goihw16g (8g) weights; nullopt
+// for other blocks.
 std::optional<Baseline> onednn_depthwise_nchwc(const OpInstance& op, const ConvParams& c,
                                                int64_t cb, int repeat) {
   if (cb != 16 && cb != 8) return std::nullopt;
   Tag blocked = cb == 16 ? Tag::nChw16c : Tag::nChw8c;
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  memory::desc src = md({c.n, c.c, c.h, c.w}, blocked),
-               wei = md({c.g, 1, 1, c.k, c.k}, cb == 16 ? Tag::Goihw16g : Tag::Goihw8g),
-               dst = md({c.n, c.o, c.oh, c.ow}, blocked);
-  memory::dims strides{c.s, c.s}, dilates{0, 0}, pad{c.p, c.p};
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                       dnnl::algorithm::convolution_direct, src, wei, dst, strides,
-                                       dilates, pad, pad);
-  dnnl::convolution_forward::primitive_desc pd(desc, engine);
-  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return std::nullopt;
-  double seconds =
-      time_primitive<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
-          engine, pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}}, repeat);
-  return Baseline{
-      "oneDNN convolution (" + std::string(pd.impl_info_str()) + ", the kernel's blocked layouts)",
-      op.flops / seconds * 1e-9, true};
+  return onednn_conv_in_layouts(op, c, blocked, {c.g, 1, 1, c.k, c.k},
+                                cb == 16 ? Tag::Goihw16g : Tag::Goihw8g, blocked, repeat);
 }
 
 Baseline onednn_pool(const OpInstance& op, const Workload& w, bool is_max, int repeat) {
@@ -265,19 +260,15 @@ std::vector<Baseline> library_baselines(const OpInstance& op, const Workload& w,
     bool fused = kind == "conv2d_bias_relu";
     return {onednn_conv(op, c, fused, true, repeat), onednn_conv(op, c, fused, false, repeat)};
   }
-  if (kind == "conv2d_nchwc") {
-    ConvParams c = conv_params(w, false);
+  if (kind == "conv2d_nchwc" || kind == "depthwise_conv2d_nchwc") {
+    bool depthwise = kind == "depthwise_conv2d_nchwc";
+    ConvParams c = conv_params(w, depthwise);
     Baseline own = onednn_conv(op, c, false, false, repeat);
-    if (auto same = onednn_conv_nchwc(op, c, w.get_or("CB", 16), repeat)) return {*same, own};
+    int64_t cb = w.get_or("CB", 16);
+    std::optional<Baseline> same = depthwise ? onednn_depthwise_nchwc(op, c, cb, repeat)
+                                             : onednn_conv_nchwc(op, c, cb, repeat);
+    if (same) return {*same, own};
     // No optimized oneDNN kernel in the kernel's layouts: compare with its own choice instead.
-    own.same_layout = true;
-    own.name += " (no optimized kernel in the kernel's layouts)";
-    return {own};
-  }
-  if (kind == "depthwise_conv2d_nchwc") {
-    ConvParams c = conv_params(w, true);
-    Baseline own = onednn_conv(op, c, false, false, repeat);
-    if (auto same = onednn_depthwise_nchwc(op, c, w.get_or("CB", 16), repeat)) return {*same, own};
     own.same_layout = true;
     own.name += " (no optimized kernel in the kernel's layouts)";
     return {own};

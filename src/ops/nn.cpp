@@ -156,7 +156,9 @@ Tensor depthwise_conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t 
         "depthwise_conv2d_nchwc needs [N][C/cb][H][W][cb] data and [C/cb][K][K][cb] weights");
   const auto& ds = data->shape;
   const auto& ws = weight->shape;
-  if (ws[0] != ds[1] || ws[3] != ds[4] || ws[1] != ws[2]) {
+  if (ws[1] != ws[2])
+    throw_error("depthwise_conv2d_nchwc: the kernel must be square, got {}x{}", ws[1], ws[2]);
+  if (ws[0] != ds[1] || ws[3] != ds[4]) {
     throw_error(
         "depthwise_conv2d_nchwc: data has {} blocks of {} channels but weights are "
         "[{}][{}][{}][{}]",

@@ -125,19 +125,25 @@ OpInstance build_conv2d(const Workload& w) {
   return op;
 }
 
+// Element (n, c, y, x) of a [N][C/cb][H][W][cb] tensor: channel c in block c / cb, lane c % cb.
+int64_t nchwc_index(int64_t n, int64_t c, int64_t y, int64_t x, int64_t channels, int64_t h,
+                    int64_t w, int64_t cb) {
+  return (((n * (channels / cb) + c / cb) * h + y) * w + x) * cb + c % cb;
+}
+
 // conv2d_nchwc's blocks: output channels in blocks of CB, input channels too where CB divides C,
 // else one block of all C (a 3-channel image is [N][1][H][W][3]).
 struct BlockedConv {
   ConvShape s;
   int64_t ib, ob;
   int64_t data_index(int64_t n, int64_t c, int64_t y, int64_t x) const {
-    return (((n * (s.c / ib) + c / ib) * s.h + y) * s.w + x) * ib + c % ib;
+    return nchwc_index(n, c, y, x, s.c, s.h, s.w, ib);
   }
   int64_t weight_index(int64_t o, int64_t c, int64_t ky, int64_t kx) const {
     return ((((o / ob * (s.c / ib) + c / ib) * s.k + ky) * s.k + kx) * ib + c % ib) * ob + o % ob;
   }
   int64_t out_index(int64_t n, int64_t o, int64_t y, int64_t x) const {
-    return (((n * (s.o / ob) + o / ob) * s.oh + y) * s.ow + x) * ob + o % ob;
+    return nchwc_index(n, o, y, x, s.o, s.oh, s.ow, ob);
   }
 };
 
@@ -276,11 +282,6 @@ OpInstance build_depthwise_conv2d_nchwc(const Workload& w) {
                 s.k * s.k,
                 nullptr};
   op.reference = [s, cb](Arrays& x) {
-    // Channel c lives in block c / cb at lane c % cb of every tensor.
-    auto at = [cb](int64_t n, int64_t c, int64_t y, int64_t xx, int64_t channels, int64_t h,
-                   int64_t wd) {
-      return (((n * (channels / cb) + c / cb) * h + y) * wd + xx) * cb + c % cb;
-    };
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t c = 0; c < s.c; ++c)
         for (int64_t y = 0; y < s.oh; ++y)
@@ -290,10 +291,10 @@ OpInstance build_depthwise_conv2d_nchwc(const Workload& w) {
               for (int64_t kx = 0; kx < s.k; ++kx) {
                 int64_t iy = y * s.s + ky - s.p, ix = xx * s.s + kx - s.p;
                 if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-                acc += x[0][at(n, c, iy, ix, s.c, s.h, s.w)] *
+                acc += x[0][nchwc_index(n, c, iy, ix, s.c, s.h, s.w, cb)] *
                        x[1][((c / cb * s.k + ky) * s.k + kx) * cb + c % cb];
               }
-            x[2][at(n, c, y, xx, s.c, s.oh, s.ow)] = acc;
+            x[2][nchwc_index(n, c, y, xx, s.c, s.oh, s.ow, cb)] = acc;
           }
   };
   return op;

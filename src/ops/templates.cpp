@@ -465,6 +465,51 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
   return ConfigSpace(w.text(), std::move(knobs), instantiate);
 }
 
+// Depthwise convolution on NCHW tensors with channels as the vector, for rows too short or too
+// strided to vectorize (MobileNet's 14- and 7-column layers, stride 2): the input and the weights
+// are packed into blocks of `lanes` channels inside the kernel, the padding is read in place
+// (inlined), and each register tile of columns x channels is transposed back to NCHW as it is
+// written. The packing passes are part of the measured kernel, as the layout is NCHW.
+ConfigSpace depthwise_channel_blocks_space(const Workload& w, int64_t lanes) {
+  int64_t k = w.get("K"), s = w.get("S"), p = w.get("P");
+  int64_t ow = (w.get("W") + 2 * p - k) / s + 1;
+  std::vector<Knob> knobs{
+      split_knob_from("tile_ow", ow, {{1}, {2}, {4}, {7}, {8}, {14}, {16}}),
+      split_knob_from("tile_c", w.get("C") / lanes, {{1}, {2}}),
+      choice_knob("unroll_window", {"off", "on"}),
+      choice_knob("parallel", {"off", "outer"}),
+  };
+  bool padded = p > 0;
+  std::string n = padded ? "dwconv.n" : "n", c = padded ? "dwconv.c" : "c";
+  auto instantiate = [=](const ConfigSpace& sp, const Config& cfg) {
+    int64_t blocks = sp.value(cfg, "tile_c")[1];
+    std::vector<ProgramStrategy> steps{split(c, blocks * lanes), split(c + ".inner", lanes),
+                                       split("x", sp.value(cfg, "tile_ow")[1])};
+    steps.push_back(reorder({n, c + ".outer", "y", "x.outer", "ry", "rx", c + ".inner.outer",
+                             "x.inner", c + ".inner.inner"}));
+    steps.push_back(vectorize(c + ".inner.inner"));
+    steps.push_back(unroll("x.inner"));
+    steps.push_back(unroll(c + ".inner.outer"));
+    if (sp.value0(cfg, "unroll_window") == 1) {
+      steps.push_back(unroll("rx"));
+      steps.push_back(unroll("ry"));
+    }
+    if (padded) steps.push_back(compute_inline("pad"));
+    steps.push_back(pack("data", 1, lanes));
+    steps.push_back(pack("weight", 0, lanes));
+    // The tile accumulates as [x][c] (channels in lanes) and is stored back into [c][y][x].
+    steps.push_back(cache_write("dwconv", "x.outer", {0, 2, 3, 1}));
+    steps.push_back(try_(drop_init("dwconv")));
+    if (sp.value0(cfg, "parallel") == 1) {
+      steps.push_back(parallel(c + ".outer"));
+      steps.push_back(parallel("data.pack.0"));
+      steps.push_back(parallel("weight.pack.0"));
+    }
+    return seq_all(steps);
+  };
+  return ConfigSpace(w.text(), std::move(knobs), instantiate);
+}
+
 // Elementwise operators over [M, N]: vectors along the row, rows split across threads.
 ConfigSpace elementwise_space(const Workload& w) {
   std::vector<Knob> knobs{
@@ -494,7 +539,14 @@ ConfigSpace space_for(const Workload& w) {
   if (w.op == "conv2d_nchwc") return conv2d_nchwc_space(w);
   if (w.op == "dense") return dense_space(w);
   if (w.op == "batch_matmul") return batch_matmul_space(w);
-  if (w.op == "depthwise_conv2d") return window_space(w, "dwconv");
+  if (w.op == "depthwise_conv2d") {
+    int64_t c = w.get("C");
+    int64_t lanes = c % 16 == 0 ? 16 : c % 8 == 0 ? 8 : 0;
+    if (lanes == 0) return window_space(w, "dwconv");
+    return choice_of_spaces(w.text(), "form",
+                            {{"rows", window_space(w, "dwconv")},
+                             {"channel_blocks", depthwise_channel_blocks_space(w, lanes)}});
+  }
   if (w.op == "depthwise_conv2d_nchwc") return depthwise_nchwc_space(w);
   if (w.op == "max_pool2d" || w.op == "avg_pool2d") return window_space(w, "pool");
   if (w.op == "add" || w.op == "relu" || w.op == "bias_add") return elementwise_space(w);

@@ -36,6 +36,8 @@ const char* const kWorkloads[] = {
     "dense:B=3,I=10,O=32,WB=16",
     "depthwise_conv2d:N=1,C=5,H=9,W=18,K=3,S=1,P=1",
     "depthwise_conv2d:N=1,C=3,H=9,W=8,K=3,S=2,P=1",
+    "depthwise_conv2d:N=1,C=32,H=7,W=9,K=3,S=2,P=1",
+    "depthwise_conv2d:N=1,C=24,H=6,W=5,K=3,S=1,P=0",
     "depthwise_conv2d_nchwc:N=1,C=32,H=9,W=10,K=3,S=1,P=1",
     "depthwise_conv2d_nchwc:N=1,C=24,H=8,W=9,K=3,S=2,P=1,CB=8",
     "max_pool2d:N=1,C=3,H=9,W=9,K=3,S=2,P=1",
@@ -254,9 +256,9 @@ TEST(Operators, BlockedConvolutionReadsBlocksInPlace) {
   EXPECT_EQ(checked[0] + checked[1] + checked[2], 3);
 }
 
-// depthwise_conv2d_nchwc: every padding choice is correct at stride 2, the weights are read as
-// whole vectors of a block's channels, and "inline" leaves no padded copy.
-TEST(Operators, BlockedDepthwiseReadsWholeChannelVectorsWithEveryPadding) {
+// depthwise_conv2d_nchwc: every padding choice is correct at stride 2, "inline" leaves no padded
+// copy, and the others read the weights as whole vectors of a block's channels.
+TEST(Operators, BlockedDepthwiseIsCorrectWithEveryPadding) {
   Workload w = parse_workload("depthwise_conv2d_nchwc:N=1,C=32,H=9,W=11,K=3,S=2,P=1");
   OpInstance op = instantiate(w);
   EXPECT_EQ(op.args[0]->shape, (std::vector<int64_t>{1, 2, 9, 11, 16}));
@@ -340,6 +342,8 @@ TEST(Operators, BadShapesAreRefusedWithTheReason) {
       {"dense:B=1,I=4,O=8,WB=3", "dense: WB=3 (pre-packed weight block) must divide O=8"},
       {"conv2d_nchwc:N=1,C=16,H=4,W=4,O=20,K=1,S=1,P=0",
        "conv2d_nchwc: CB=16 (channel block) must divide O=20"},
+      {"depthwise_conv2d_nchwc:N=1,C=24,H=4,W=4,K=3,S=1,P=1",
+       "depthwise_conv2d_nchwc: CB=16 (channel block) must divide C=24"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,IM2COL=2", "conv2d: IM2COL must be 0 or 1, got 2"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,G=2,IM2COL=1", "conv2d: IM2COL=1 needs G=1"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,Q=1", "conv2d has no key Q"},
