@@ -87,7 +87,10 @@ def read_rows(paths, threads):
                     continue
                 flops = float(r["flops"])
                 library = float(r["library_gflops"]) if r["library_gflops"] else None
-                rows[r["workload"]] = {"name": r["name"], "workload": r["workload"],
+                # The same name may stand for a layer in two layouts (C1 as conv2d and as
+                # conv2d_nchwc): blocked ones are labelled apart.
+                label = r["name"] + ("·b" if r["workload"].split(":")[0].endswith("_nchwc") else "")
+                rows[r["workload"]] = {"name": label, "workload": r["workload"],
                                        "bytes": nbytes, "intensity": flops / nbytes,
                                        "tessera": float(r["gflops"]), "library": library,
                                        "library_name": r["library"]}
@@ -140,7 +143,8 @@ def main():
     lines = [f"Roofline, {args.threads} thread(s): FMA peak {peak:.1f} GFLOP/s; read bandwidth "
              + ", ".join(f"{lvl} {bandwidth[lvl]:.1f}" for lvl in ("L2", "L3", "memory"))
              + " GB/s (bench/fma_peak). Intensity: FLOPs per compulsory byte. Roof: the lower of "
-             "the FMA peak and intensity × the bandwidth of the level that holds the working set.", "",
+             "the FMA peak and intensity × the bandwidth of the level that holds the working set. "
+             "·b: a layer in its channel-blocked (NCHWc) layout.", "",
              "| workload | MB | FLOP/byte | level | roof | tessera | % of roof | library | "
              "% of roof |",
              "|---|---|---|---|---|---|---|---|---|"]
