@@ -249,35 +249,21 @@ void for_each_window(const WindowShape& s, const std::vector<double>& data, F f)
             }
 }
 
-OpInstance build_depthwise_conv2d(const Workload& w) {
+// depthwise_conv2d (NCHW) and depthwise_conv2d_nchwc (blocks of CB channels): NCHW is the blocked
+// layout with blocks of one channel, so one reference serves both.
+OpInstance build_depthwise_conv2d(const Workload& w, bool blocked) {
   WindowShape s = window_shape(w);
-  Tensor data = placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
-  Tensor weight = placeholder({s.c, s.k, s.k}, DType::kFloat32, "weight");
-  Tensor out = depthwise_conv2d_nchw(data, weight, s.s, s.p, "dwconv");
-  OpInstance op{{data, weight, out},
-                lower("depthwise_conv2d", {data, weight, out}),
-                2.0 * s.n * s.c * s.oh * s.ow * s.k * s.k,
-                s.k * s.k,
-                nullptr};
-  op.reference = [s](Arrays& x) {
-    std::fill(x[2].begin(), x[2].end(), 0.0);
-    for_each_window(s, x[0], [&](int64_t out, int64_t c, int64_t ky, int64_t kx, bool, double v) {
-      x[2][out] += v * x[1][(c * s.k + ky) * s.k + kx];
-    });
-  };
-  return op;
-}
-
-OpInstance build_depthwise_conv2d_nchwc(const Workload& w) {
-  WindowShape s = window_shape(w);
-  int64_t cb = w.get_or("CB", 16);
+  int64_t cb = blocked ? w.get_or("CB", 16) : 1;
   if (cb <= 0 || s.c % cb != 0)
-    throw_error("depthwise_conv2d_nchwc: CB={} (channel block) must divide C={}", cb, s.c);
-  Tensor data = placeholder({s.n, s.c / cb, s.h, s.w, cb}, DType::kFloat32, "data");
-  Tensor weight = placeholder({s.c / cb, s.k, s.k, cb}, DType::kFloat32, "weight");
-  Tensor out = depthwise_conv2d_nchwc(data, weight, s.s, s.p, "dwconv");
+    throw_error("{}: CB={} (channel block) must divide C={}", w.op, cb, s.c);
+  Tensor data = blocked ? placeholder({s.n, s.c / cb, s.h, s.w, cb}, DType::kFloat32, "data")
+                        : placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
+  Tensor weight = blocked ? placeholder({s.c / cb, s.k, s.k, cb}, DType::kFloat32, "weight")
+                          : placeholder({s.c, s.k, s.k}, DType::kFloat32, "weight");
+  Tensor out = blocked ? depthwise_conv2d_nchwc(data, weight, s.s, s.p, "dwconv")
+                       : depthwise_conv2d_nchw(data, weight, s.s, s.p, "dwconv");
   OpInstance op{{data, weight, out},
-                lower("depthwise_conv2d_nchwc", {data, weight, out}),
+                lower(w.op, {data, weight, out}),
                 2.0 * s.n * s.c * s.oh * s.ow * s.k * s.k,
                 s.k * s.k,
                 nullptr};
@@ -459,13 +445,13 @@ const std::vector<OpDef>& op_registry() {
        {"N", "C", "H", "W", "K", "S", "P"},
        {},
        "one KxK filter per channel (weights [C][K][K]), stride S, zero padding P, float32",
-       build_depthwise_conv2d},
+       [](const Workload& w) { return build_depthwise_conv2d(w, false); }},
       {"depthwise_conv2d_nchwc",
        {"N", "C", "H", "W", "K", "S", "P"},
        {{"CB", 16}},
        "depthwise_conv2d with channels in blocks of CB (TVM's NCHWc, oneDNN's nChw16c): data "
        "[N][C/CB][H][W][CB], weights [C/CB][K][K][CB], out [N][C/CB][OH][OW][CB]",
-       build_depthwise_conv2d_nchwc},
+       [](const Workload& w) { return build_depthwise_conv2d(w, true); }},
       {"max_pool2d",
        {"N", "C", "H", "W", "K", "S", "P"},
        {},
