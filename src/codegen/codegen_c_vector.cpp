@@ -19,8 +19,11 @@
 // A body that is one guard around such stores (the tail of a split whose factor does not divide
 // the extent) is tested on its first and last lane: where both pass, every lane does (see
 // open_guarded_vector_loop) and the vector block runs; elsewhere the lanes run one by one.
-//   - float32 and int32 min and max select through the comparison's lane mask.
-// GNU C (unlike C++) has no `?:` on vectors, so bodies with other varying comparisons, select,
+//   - float32 and int32 min and max select through the comparison's lane mask;
+//   - a select whose condition does not use v (inlined zero padding read along channel lanes) is
+//     a scalar branch between two vectors, each computed only on its side, so that a load the
+//     condition guards is never made.
+// GNU C (unlike C++) has no `?:` on vectors, so bodies with other varying comparisons, selects,
 // bool values or integer division take the `#pragma omp simd` path in codegen_c.cpp instead.
 
 #include <fmt/format.h>
@@ -112,6 +115,11 @@ class VectorLoop {
         }
         return true;
       }
+      case ExprKind::kSelect: {
+        const auto* n = e.as<SelectNode>();
+        return e.dtype() != DType::kBool && !uses_var(n->cond, v_) &&
+               supported_value(n->true_value) && supported_value(n->false_value);
+      }
       default:
         return false;
     }
@@ -187,6 +195,27 @@ class VectorLoop {
       });
     }
     return tmp;
+  }
+
+  // A select on a condition that is the same for every lane: each side is emitted inside its own
+  // branch, so the loads of the side not taken are not made (they may be out of bounds).
+  std::string emit_uniform_select(const SelectNode& n) {
+    const std::string type = em_.vector_type(n.dtype, lanes_);
+    const std::string result = em_.fresh_name("select_vec");
+    em_.line(fmt::format("{} {};", type, result));
+    auto assign = [&](const Expr& side) {
+      VExpr v = value(side);
+      em_.line(v.varying
+                   ? fmt::format("{} = {};", result, v.c.text)
+                   : fmt::format("{0} = {1} - ({2}){{0}};", result, v.c.wrap(kPrecAdd), type));
+    };
+    em_.open(fmt::format("if ({})", em_.print(n.cond).text));
+    assign(n.true_value);
+    em_.close();
+    em_.open("else");
+    assign(n.false_value);
+    em_.close();
+    return result;
   }
 
   // Arguments as named vectors, then one scalar call per lane.
@@ -347,6 +376,8 @@ class VectorLoop {
       }
       case ExprKind::kCall:
         return {CExpr{emit_call(*e.as<CallNode>())}, true};
+      case ExprKind::kSelect:
+        return {CExpr{emit_uniform_select(*e.as<SelectNode>())}, true};
       default:
         throw_internal("vector codegen: unsupported {}", expr_kind_name(e.kind()));
     }

@@ -244,6 +244,32 @@ TEST(CodegenC, VectorMinMaxSelectAsTheScalarHelpers) {
   }
 }
 
+// A select whose condition does not depend on the lane (zero padding inlined into reads along
+// channel lanes) stays on the vector path: a scalar branch between two vectors, the load inside
+// the branch that needs it, so that row -1 is never read.
+TEST(CodegenC, LaneInvariantSelectIsABranchBetweenVectors) {
+  Buffer a = make_buffer("A", kF32, {3, 16});
+  Buffer b = make_buffer("B", kF32, {4, 16});
+  Var i("i"), j("j");
+  Expr shifted = make_select(i >= 1 && i < 4, make_load(a, {i - 1, j}), make_float(0.0, kF32));
+  Program p =
+      make_program("shift_rows", {a}, {b},
+                   make_for(i, 0, 4, kSerial,
+                            make_for(j, 0, 16, kVectorized, make_store(b, {i, j}, shifted * 2.0))));
+  std::string code = codegen_c(p);
+  EXPECT_EQ(code.find("#pragma omp simd"), std::string::npos) << code;
+  size_t branch = code.find("if (i >= 1");
+  ASSERT_NE(branch, std::string::npos) << code;
+  EXPECT_GT(code.find("__builtin_memcpy(&A_vec"), branch) << code;
+  Module mod = compile_strict(code);
+  NDArray av = random_array(a, 21), bv = NDArray::empty(b->shape, kF32);
+  mod.run({&av, &bv});
+  for (int64_t n = 0; n < 64; ++n) {
+    double want = n < 16 ? 0.0 : 2.0 * static_cast<float>(av.get(n - 16));
+    EXPECT_EQ(bv.get(n), want) << n;
+  }
+}
+
 // A split's tail: the guard is tested on the first and last lane, whole vectors run where both
 // pass, the tail runs lane by lane. A guard that does not hold on an interval of the lanes (`!=`)
 // keeps the lane-by-lane loop everywhere.
