@@ -303,6 +303,29 @@ ConfigSpace conv2d_space(const Workload& w) {
   return choice_of_spaces(w.text(), "form", {{"nchwc", nchwc}, {"gemm", conv1x1_gemm_space(w)}});
 }
 
+namespace {
+
+// The blocked convolutions' parallel choice (0 off, 1 the `first` loop, 2 `first` fused with
+// `second`) and padding choice (root, at_row: per y.outer row tile, inline, or none).
+// `pad_channel` names the pad stage's channel loop, parallel when the padding runs at the root.
+void place_parallel_and_padding(std::vector<ProgramStrategy>* steps, const std::string& first,
+                                const std::string& second, int64_t parallel_mode,
+                                const std::string& pad_label, const std::string& pad_channel) {
+  // Fused first, so that padding computed per row lands inside the fused loop whichever order.
+  std::string row = "y.outer";
+  if (parallel_mode == 2) {
+    row = first + "." + second + ".fused";
+    steps->push_back(fuse(first, second));
+    steps->push_back(parallel(row));
+  }
+  if (parallel_mode == 1) steps->push_back(parallel(first));
+  if (pad_label == "at_row") steps->push_back(compute_at("pad", row));
+  if (pad_label == "inline") steps->push_back(compute_inline("pad"));
+  if (parallel_mode != 0 && pad_label == "root") steps->push_back(parallel(pad_channel));
+}
+
+}  // namespace
+
 // conv2d_NCHWc in its own layout, as TVM's x86 schedule: the output block's channels are the
 // vector, a register tile of tile_ow columns x tile_oc blocks accumulates across the whole
 // reduction, each input value is broadcast from its channel block (contiguous along ib) and each
@@ -349,18 +372,8 @@ ConfigSpace conv2d_nchwc_space(const Workload& w) {
     steps.push_back(cache_write("conv", "x.outer"));
     // The cache starts from zero and writes each tile back whole: the init pass is dead.
     steps.push_back(try_(drop_init("conv")));
-    const std::string& pad_label = sp.label(c, "pad");
-    int64_t parallel_mode = sp.value0(c, "parallel");
-    // Fused first, so that padding computed per row lands inside the fused loop whichever order.
-    std::string row = "y.outer";
-    if (parallel_mode == 2) {
-      row = first + "." + second + ".fused";
-      steps.push_back(fuse(first, second));
-      steps.push_back(parallel(row));
-    }
-    if (parallel_mode == 1) steps.push_back(parallel(first));
-    if (pad_label == "at_row") steps.push_back(compute_at("pad", row));
-    if (parallel_mode != 0 && pad_label == "root") steps.push_back(parallel("c"));
+    place_parallel_and_padding(&steps, first, second, sp.value0(c, "parallel"), sp.label(c, "pad"),
+                               "c");
     return seq_all(steps);
   };
   return ConfigSpace(w.text(), std::move(knobs), instantiate);
@@ -448,18 +461,8 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
     }
     steps.push_back(cache_write("dwconv", "x.outer"));
     steps.push_back(try_(drop_init("dwconv")));
-    const std::string& pad_label = sp.label(cfg, "pad");
-    int64_t parallel_mode = sp.value0(cfg, "parallel");
-    std::string row = "y.outer";
-    if (parallel_mode == 2) {
-      row = c + ".outer.y.outer.fused";
-      steps.push_back(fuse(c + ".outer", "y.outer"));
-      steps.push_back(parallel(row));
-    }
-    if (parallel_mode == 1) steps.push_back(parallel(c + ".outer"));
-    if (pad_label == "at_row") steps.push_back(compute_at("pad", row));
-    if (pad_label == "inline") steps.push_back(compute_inline("pad"));
-    if (parallel_mode != 0 && pad_label == "root") steps.push_back(parallel("pad.c"));
+    place_parallel_and_padding(&steps, c + ".outer", "y.outer", sp.value0(cfg, "parallel"),
+                               sp.label(cfg, "pad"), "pad.c");
     return seq_all(steps);
   };
   return ConfigSpace(w.text(), std::move(knobs), instantiate);
