@@ -324,7 +324,6 @@ void CEmitter::emit_for(const ForNode& n) {
       cmin ? std::to_string(*cmin + n.extent) : fmt::format("{} + {}", mn.wrap(kPrecAdd), n.extent);
   bool enters_parallel = false;
   bool enters_simd = false;
-  bool guarded_vector = false;
   switch (n.for_kind) {
     case ForKind::kSerial:
       break;
@@ -346,8 +345,7 @@ void CEmitter::emit_for(const ForNode& n) {
         line(fmt::format("// {}: vectorized loop inside a simd loop, emitted serial", name));
         break;
       }
-      if (emit_vector_loop(*this, n)) return;
-      guarded_vector = open_guarded_vector_loop(*this, n);
+      if (emit_vector_loop(*this, n) || emit_guarded_vector_loop(*this, n)) return;
       // A store whose address ignores the loop var is a reduction; `omp simd` would race on it.
       if (has_invariant_store(n.body, n.var.get())) {
         line(fmt::format("// {}: vectorized loop stores to a fixed address, kept scalar", name));
@@ -367,7 +365,6 @@ void CEmitter::emit_for(const ForNode& n) {
   parallel_depth_ -= enters_parallel;
   restore_var(n.var.get(), std::move(previous));
   close();
-  if (guarded_vector) close();
 }
 
 void CEmitter::emit_store(const StoreNode& n) {

@@ -132,9 +132,9 @@ class CEmitter : private ExprFunctor<CExpr> {
 bool emit_vector_loop(CEmitter& em, const ForNode& loop);
 
 /// For a vectorized loop whose body is one guard (a split's tail) around a body emit_vector_loop
-/// accepts: emits `if (every lane passes) { the vector block } else {` and returns true; the
-/// caller emits the lane-by-lane loop and closes the block. Returns false and emits nothing when
-/// the guard or the body does not allow it.
-bool open_guarded_vector_loop(CEmitter& em, const ForNode& loop);
+/// accepts: emits `if (every lane passes) { the vector block } else { the block masked to the
+/// lanes that pass }` and returns true. Returns false and emits nothing when the guard or the
+/// body does not allow it.
+bool emit_guarded_vector_loop(CEmitter& em, const ForNode& loop);
 
 }  // namespace tessera::codegen_c_detail

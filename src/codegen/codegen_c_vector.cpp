@@ -18,7 +18,10 @@
 //     vectorized.
 // A body that is one guard around such stores (the tail of a split whose factor does not divide
 // the extent) is tested on its first and last lane: where both pass, every lane does (see
-// open_guarded_vector_loop) and the vector block runs; elsewhere the lanes run one by one.
+// emit_guarded_vector_loop) and the plain vector block runs; elsewhere a masked copy of it runs
+// when some lane passes, whose lane-varying loads and stores touch only the lanes that pass
+// (AVX-512 masked moves where there are 16 lanes of 32 bits, lane by lane otherwise) while the
+// arithmetic, exp included, stays on whole vectors.
 //   - float32 and int32 min and max select through the comparison's lane mask;
 //   - a select whose condition does not use v (inlined zero padding read along channel lanes) is
 //     a scalar branch between two vectors, each computed only on its side, so that a load the
@@ -50,18 +53,29 @@ class VectorLoop {
     return lanes_ >= 2 && lanes_ <= 64 && is_power_of_two(lanes_) && supported_stmt(loop_.body);
   }
 
-  void emit() {
+  // With `lane_guard` defined, only the lanes where it holds read and write memory (the partial
+  // vector of a split's tail, or lanes a reordered or computed-at guard cuts off); the others
+  // load zeros, and the block is skipped when no lane passes, so that loads that do not depend on
+  // the lane stay behind the guard as in the scalar loop.
+  void emit(const Expr& lane_guard = Expr()) {
     base_ = em_.var_name(v_);
-    em_.line(fmt::format("// {}: vectorized, {} lanes (GCC vector extensions)", base_, lanes_));
+    em_.line(fmt::format("// {}: vectorized, {} lanes (GCC vector extensions){}", base_, lanes_,
+                         lane_guard.defined() ? ", masked to the lanes that pass the guard" : ""));
     CExpr mn = em_.print(loop_.min);
     em_.open("");
     // Inside the block the loop var names lane 0; contiguous accesses start there.
     em_.line(fmt::format("const int32_t {} = {};", base_, mn.text));
     non_negative_ = em_.is_non_negative(loop_.min);
+    if (lane_guard.defined()) em_.open(fmt::format("if ({})", declare_mask(lane_guard)));
     auto previous = em_.bind_var(v_, {CExpr{base_}, non_negative_});
     emit_stmt(loop_.body);
     em_.restore_var(v_, std::move(previous));
+    if (lane_guard.defined()) em_.close();
     em_.close();
+    // The names below were declared inside this block.
+    lane_ids_.clear();
+    mask_.clear();
+    avx512_mask_.clear();
   }
 
  private:
@@ -161,6 +175,40 @@ class VectorLoop {
                                      v.c.wrap(kPrecAdd)));
   }
 
+  // An int32 vector, all ones on the lanes where `lane_guard` holds, and for 16 lanes the same as
+  // an AVX-512 mask register, which makes masked loads and stores single instructions (gcc
+  // does not turn the lane-by-lane versions into them). Returns the name of an int that is
+  // nonzero when some lane passes.
+  std::string declare_mask(const Expr& lane_guard) {
+    mask_ = em_.fresh_name(base_ + "_mask");
+    const std::string any = em_.fresh_name(base_ + "_any");
+    em_.line(fmt::format("{} {};", em_.vector_type(DType::kInt32, lanes_), mask_));
+    em_.line(fmt::format("int32_t {} = 0;", any));
+    per_lane([&](const std::string& lane) {
+      em_.line(fmt::format("{}[{}] = ({}) ? -1 : 0;", mask_, lane, em_.print(lane_guard).text));
+      em_.line(fmt::format("{} |= {}[{}];", any, mask_, lane));
+    });
+    if (lanes_ == 16) {
+      avx512_mask_ = em_.fresh_name(base_ + "_k");
+      em_.helper("tsr_immintrin");
+      em_.line("#if defined(__AVX512F__)");
+      em_.line(
+          fmt::format("const __mmask16 {0} = _mm512_test_epi32_mask((__m512i){1}, (__m512i){1});",
+                      avx512_mask_, mask_));
+      em_.line(fmt::format("(void){};  // unused when every access is a gather or scatter",
+                           avx512_mask_));
+      em_.line("#endif");
+    }
+    return any;
+  }
+
+  // The AVX-512 names of a masked move of 16 lanes of type t, or nullptr.
+  static const char* avx512_suffix(DType t) {
+    if (t == DType::kFloat32) return "ps";
+    if (t == DType::kInt32) return "epi32";
+    return nullptr;
+  }
+
   void emit_store(const StoreNode& n) {
     Expr flat = CEmitter::flat_index(n.buffer, n.indices);
     auto coef = affine_coefficient(flat, v_);
@@ -169,7 +217,22 @@ class VectorLoop {
     const std::string type = em_.vector_type(n.buffer->dtype, lanes_);
     const std::string tmp = em_.fresh_name(buf + "_new");
     declare_vector(type, tmp, val);
-    if (coef && *coef == 1) {
+    if (!mask_.empty()) {
+      const char* suffix = avx512_suffix(n.buffer->dtype);
+      bool contiguous = coef && *coef == 1;
+      if (contiguous && suffix && !avx512_mask_.empty()) {
+        em_.line("#if defined(__AVX512F__)");
+        em_.line(fmt::format("_mm512_mask_storeu_{}(&{}[{}], {}, ({}){});", suffix, buf,
+                             em_.print(flat).text, avx512_mask_,
+                             n.buffer->dtype == DType::kFloat32 ? "__m512" : "__m512i", tmp));
+        em_.line("#else");
+      }
+      per_lane([&](const std::string& lane) {
+        em_.line(fmt::format("if ({}[{}]) {}[{}] = {}[{}];", mask_, lane, buf, em_.print(flat).text,
+                             tmp, lane));
+      });
+      if (contiguous && suffix && !avx512_mask_.empty()) em_.line("#endif");
+    } else if (coef && *coef == 1) {
       em_.line(fmt::format("__builtin_memcpy(&{}[{}], &{}, sizeof({}));", buf, em_.print(flat).text,
                            tmp, tmp));
     } else {
@@ -186,7 +249,22 @@ class VectorLoop {
     const std::string type = em_.vector_type(n.buffer->dtype, lanes_);
     const std::string tmp = em_.fresh_name(buf + "_vec");
     em_.line(fmt::format("{} {};", type, tmp));
-    if (coef && *coef == 1) {
+    if (!mask_.empty()) {
+      // Lanes that fail the guard read nothing (their addresses may be out of bounds) and hold 0.
+      const char* suffix = avx512_suffix(n.buffer->dtype);
+      bool contiguous = coef && *coef == 1;
+      if (contiguous && suffix && !avx512_mask_.empty()) {
+        em_.line("#if defined(__AVX512F__)");
+        em_.line(fmt::format("{} = ({})_mm512_maskz_loadu_{}({}, &{}[{}]);", tmp, type, suffix,
+                             avx512_mask_, buf, em_.print(flat).text));
+        em_.line("#else");
+      }
+      per_lane([&](const std::string& lane) {
+        em_.line(fmt::format("{}[{}] = {}[{}] ? {}[{}] : 0;", tmp, lane, mask_, lane, buf,
+                             em_.print(flat).text));
+      });
+      if (contiguous && suffix && !avx512_mask_.empty()) em_.line("#endif");
+    } else if (coef && *coef == 1) {
       em_.line(fmt::format("__builtin_memcpy(&{}, &{}[{}], sizeof({}));", tmp, buf,
                            em_.print(flat).text, tmp));
     } else {
@@ -209,12 +287,16 @@ class VectorLoop {
                    ? fmt::format("{} = {};", result, v.c.text)
                    : fmt::format("{0} = {1} - ({2}){{0}};", result, v.c.wrap(kPrecAdd), type));
     };
+    // Names declared inside a branch end with it; the lane ids must then be declared again.
+    const std::string lane_ids_before = lane_ids_;
     em_.open(fmt::format("if ({})", em_.print(n.cond).text));
     assign(n.true_value);
     em_.close();
+    lane_ids_ = lane_ids_before;
     em_.open("else");
     assign(n.false_value);
     em_.close();
+    lane_ids_ = lane_ids_before;
     return result;
   }
 
@@ -237,7 +319,10 @@ class VectorLoop {
     for (size_t i = 0; i < args.size(); ++i) {
       call_args += fmt::format("{}{}[{}]", i ? ", " : "", args[i], lane);
     }
-    em_.line(fmt::format("{}[{}] = {}({});", result, lane, fn, call_args));
+    // Lanes a mask turns off are not passed to libm (errno, floating-point flags, wasted calls).
+    em_.line(mask_.empty() ? fmt::format("{}[{}] = {}({});", result, lane, fn, call_args)
+                           : fmt::format("{}[{}] = {}[{}] ? {}({}) : 0;", result, lane, mask_, lane,
+                                         fn, call_args));
     em_.close();
     return result;
   }
@@ -389,6 +474,8 @@ class VectorLoop {
   const int64_t lanes_;
   std::string base_;
   std::string lane_ids_;
+  std::string mask_;         // int32 lane mask of a masked block, else empty
+  std::string avx512_mask_;  // the same as a __mmask16, with 16 lanes
   bool non_negative_ = false;
 };
 
@@ -433,7 +520,7 @@ bool holds_on_an_interval(const Expr& cond, const VarNode* v) {
 
 }  // namespace
 
-bool open_guarded_vector_loop(CEmitter& em, const ForNode& loop) {
+bool emit_guarded_vector_loop(CEmitter& em, const ForNode& loop) {
   const auto* guard = loop.body.as<IfThenElseNode>();
   if (!guard || guard->else_case.defined() || !holds_on_an_interval(guard->cond, loop.var.get())) {
     return false;
@@ -451,6 +538,8 @@ bool open_guarded_vector_loop(CEmitter& em, const ForNode& loop) {
   vl.emit();
   em.close();
   em.open("else");
+  vl.emit(guard->cond);
+  em.close();
   return true;
 }
 

@@ -271,16 +271,19 @@ TEST(CodegenC, LaneInvariantSelectIsABranchBetweenVectors) {
 }
 
 // A split's tail: the guard is tested on the first and last lane, whole vectors run where both
-// pass, the tail runs lane by lane. A guard that does not hold on an interval of the lanes (`!=`)
-// keeps the lane-by-lane loop everywhere.
-TEST(CodegenC, GuardedVectorLoopRunsWholeVectorsBeforeTheTail) {
-  constexpr int kN = 37;
-  Buffer a = make_buffer("A", kF32, {3, kN});
-  Buffer b = make_buffer("B", kF32, {3, kN});
+// pass, and the tail runs a masked copy of the vector block: only the lanes that pass load and
+// store (AVX-512 masked moves, or lane by lane without AVX-512), exp still on whole vectors. A
+// guard that does not hold on an interval of the lanes (`!=`) keeps the lane-by-lane loop. The
+// rows are longer than the guard lets through, so a store from a lane past it shows.
+TEST(CodegenC, GuardedVectorLoopRunsWholeVectorsAndAMaskedTail) {
+  constexpr int kN = 37, kRow = 48;
+  Buffer a = make_buffer("A", kF32, {3, kRow});
+  Buffer b = make_buffer("B", kF32, {3, kRow});
   Var i("i"), jo("jo"), ji("ji");
   Expr j = jo * 16 + ji;
   auto program = [&](Expr guard) {
-    Stmt store = make_store(b, {i, j}, exp(make_load(a, {i, j})) * 2.0);
+    // The lane index as a value too: each of the two blocks declares its own vector of them.
+    Stmt store = make_store(b, {i, j}, exp(make_load(a, {i, j})) * 2.0 + cast(kF32, ji));
     return make_program(
         "tail", {a}, {b},
         make_for(
@@ -288,23 +291,75 @@ TEST(CodegenC, GuardedVectorLoopRunsWholeVectorsBeforeTheTail) {
             make_for(jo, 0, 3, kSerial, make_for(ji, 0, 16, kVectorized, make_if(guard, store)))));
   };
   std::string tail = codegen_c(program(j < kN));
-  for (const char* piece : {"guarded; whole vectors", "tsr_f32x16", "__builtin_convertvector(exp_n",
-                            "#pragma omp simd", "else"}) {
+  for (const char* piece :
+       {"guarded; whole vectors", "masked to the lanes that pass", "_mm512_maskz_loadu_ps",
+        "_mm512_mask_storeu_ps", "__builtin_convertvector(exp_n", "else"}) {
     EXPECT_NE(tail.find(piece), std::string::npos) << piece << " not in\n" << tail;
   }
+  EXPECT_EQ(tail.find("#pragma omp simd"), std::string::npos) << tail;
   std::string not_interval = codegen_c(program(j < kN && ne(ji, 5)));
   EXPECT_EQ(not_interval.find("tsr_f32x16"), std::string::npos) << not_interval;
-  for (bool skip_lane_5 : {false, true}) {
-    Module mod = compile_strict(skip_lane_5 ? not_interval : tail);
+  struct Variant {
+    const std::string* code;
+    bool avx512;
+    bool skip_lane_5;
+  };
+  for (Variant variant : {Variant{&tail, true, false}, Variant{&tail, false, false},
+                          Variant{&not_interval, true, true}}) {
+    SCOPED_TRACE(testing::Message()
+                 << "avx512 " << variant.avx512 << " skip " << variant.skip_lane_5);
+    CompileOptions options;
+    options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
+    if (!variant.avx512) options.flags.push_back("-mno-avx512f");
+    Module mod = Module::compile(*variant.code, options);
     NDArray av = random_array(a, 4, -3, 3), bv = NDArray::empty(b->shape, kF32);
     bv.fill_random(5, 7, 8);  // what the guard skips must stay as it was
     NDArray before = bv.copy();
     mod.run({&av, &bv});
-    for (int64_t n = 0; n < 3 * kN; ++n) {
-      if (skip_lane_5 && n % kN % 16 == 5) {
+    for (int64_t n = 0; n < 3 * kRow; ++n) {
+      int64_t col = n % kRow;
+      double want = 2 * std::exp(av.get(n)) + col % 16;
+      if (col >= kN || (variant.skip_lane_5 && col % 16 == 5)) {
         EXPECT_EQ(bv.get(n), before.get(n)) << n;
       } else {
-        EXPECT_NEAR(bv.get(n), 2 * std::exp(av.get(n)), 1e-5 * 2 * std::exp(av.get(n))) << n;
+        EXPECT_NEAR(bv.get(n), want, 1e-5 * want) << n;
+      }
+    }
+  }
+}
+
+// The masked tail of an rfactor'ed row sum (each element counts 1 more than its value, so that a
+// store from a lane past the row's end shows): those lanes keep their partial sums.
+TEST(CodegenC, MaskedTailKeepsPartialSumsOfLanesPastTheEnd) {
+  constexpr int kN = 21;
+  Buffer a = make_buffer("A", kF32, {2, kN});
+  Buffer rf = make_buffer("RF", kF32, {2, 16});
+  Var i("i"), ko("ko"), ki("ki"), l("l");
+  Expr k = ko * 16 + ki;
+  Stmt init = make_for(l, 0, 16, kVectorized, make_store(rf, {i, l}, make_float(0.0, kF32)));
+  Stmt update = make_for(
+      ko, 0, 2, kSerial,
+      make_for(ki, 0, 16, kVectorized,
+               make_if(k < kN, make_store(rf, {i, ki},
+                                          make_load(rf, {i, ki}) + make_load(a, {i, k}) + 1.0))));
+  Program p = make_program("row_partial_sums", {a}, {rf},
+                           make_for(i, 0, 2, kSerial, make_seq({init, update})));
+  std::string code = codegen_c(p);
+  EXPECT_NE(code.find("masked to the lanes that pass"), std::string::npos) << code;
+  for (bool avx512 : {true, false}) {
+    SCOPED_TRACE(avx512);
+    CompileOptions options;
+    options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
+    if (!avx512) options.flags.push_back("-mno-avx512f");
+    Module mod = Module::compile(code, options);
+    NDArray av = random_array(a, 9), rv = NDArray::empty(rf->shape, kF32);
+    mod.run({&av, &rv});
+    for (int64_t row = 0; row < 2; ++row) {
+      for (int64_t lane = 0; lane < 16; ++lane) {
+        double want = 0;
+        for (int64_t kk = lane; kk < kN; kk += 16)
+          want += static_cast<float>(av.get(row * kN + kk)) + 1;
+        EXPECT_NEAR(rv.get(row * 16 + lane), want, 1e-6) << row << " " << lane;
       }
     }
   }
