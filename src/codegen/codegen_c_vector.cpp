@@ -209,6 +209,22 @@ class VectorLoop {
     return nullptr;
   }
 
+  // A move of the lanes the mask lets through: one AVX-512 instruction where it can be (16
+  // contiguous lanes of 32 bits), lane by lane otherwise. `avx512_move(suffix)` and
+  // `lane_move(lane)` give the statement of each form.
+  template <typename Avx512Move, typename LaneMove>
+  void emit_masked_move(bool contiguous, DType t, Avx512Move avx512_move, LaneMove lane_move) {
+    const char* suffix = avx512_suffix(t);
+    bool one_instruction = contiguous && suffix && !avx512_mask_.empty();
+    if (one_instruction) {
+      em_.line("#if defined(__AVX512F__)");
+      em_.line(avx512_move(suffix));
+      em_.line("#else");
+    }
+    per_lane([&](const std::string& lane) { em_.line(lane_move(lane)); });
+    if (one_instruction) em_.line("#endif");
+  }
+
   void emit_store(const StoreNode& n) {
     Expr flat = CEmitter::flat_index(n.buffer, n.indices);
     auto coef = affine_coefficient(flat, v_);
@@ -218,20 +234,17 @@ class VectorLoop {
     const std::string tmp = em_.fresh_name(buf + "_new");
     declare_vector(type, tmp, val);
     if (!mask_.empty()) {
-      const char* suffix = avx512_suffix(n.buffer->dtype);
-      bool contiguous = coef && *coef == 1;
-      if (contiguous && suffix && !avx512_mask_.empty()) {
-        em_.line("#if defined(__AVX512F__)");
-        em_.line(fmt::format("_mm512_mask_storeu_{}(&{}[{}], {}, ({}){});", suffix, buf,
-                             em_.print(flat).text, avx512_mask_,
-                             n.buffer->dtype == DType::kFloat32 ? "__m512" : "__m512i", tmp));
-        em_.line("#else");
-      }
-      per_lane([&](const std::string& lane) {
-        em_.line(fmt::format("if ({}[{}]) {}[{}] = {}[{}];", mask_, lane, buf, em_.print(flat).text,
-                             tmp, lane));
-      });
-      if (contiguous && suffix && !avx512_mask_.empty()) em_.line("#endif");
+      emit_masked_move(
+          coef && *coef == 1, n.buffer->dtype,
+          [&](const char* suffix) {
+            return fmt::format("_mm512_mask_storeu_{}(&{}[{}], {}, ({}){});", suffix, buf,
+                               em_.print(flat).text, avx512_mask_,
+                               n.buffer->dtype == DType::kFloat32 ? "__m512" : "__m512i", tmp);
+          },
+          [&](const std::string& lane) {
+            return fmt::format("if ({}[{}]) {}[{}] = {}[{}];", mask_, lane, buf,
+                               em_.print(flat).text, tmp, lane);
+          });
     } else if (coef && *coef == 1) {
       em_.line(fmt::format("__builtin_memcpy(&{}[{}], &{}, sizeof({}));", buf, em_.print(flat).text,
                            tmp, tmp));
@@ -251,19 +264,16 @@ class VectorLoop {
     em_.line(fmt::format("{} {};", type, tmp));
     if (!mask_.empty()) {
       // Lanes that fail the guard read nothing (their addresses may be out of bounds) and hold 0.
-      const char* suffix = avx512_suffix(n.buffer->dtype);
-      bool contiguous = coef && *coef == 1;
-      if (contiguous && suffix && !avx512_mask_.empty()) {
-        em_.line("#if defined(__AVX512F__)");
-        em_.line(fmt::format("{} = ({})_mm512_maskz_loadu_{}({}, &{}[{}]);", tmp, type, suffix,
-                             avx512_mask_, buf, em_.print(flat).text));
-        em_.line("#else");
-      }
-      per_lane([&](const std::string& lane) {
-        em_.line(fmt::format("{}[{}] = {}[{}] ? {}[{}] : 0;", tmp, lane, mask_, lane, buf,
-                             em_.print(flat).text));
-      });
-      if (contiguous && suffix && !avx512_mask_.empty()) em_.line("#endif");
+      emit_masked_move(
+          coef && *coef == 1, n.buffer->dtype,
+          [&](const char* suffix) {
+            return fmt::format("{} = ({})_mm512_maskz_loadu_{}({}, &{}[{}]);", tmp, type, suffix,
+                               avx512_mask_, buf, em_.print(flat).text);
+          },
+          [&](const std::string& lane) {
+            return fmt::format("{}[{}] = {}[{}] ? {}[{}] : 0;", tmp, lane, mask_, lane, buf,
+                               em_.print(flat).text);
+          });
     } else if (coef && *coef == 1) {
       em_.line(fmt::format("__builtin_memcpy(&{}, &{}[{}], sizeof({}));", tmp, buf,
                            em_.print(flat).text, tmp));
