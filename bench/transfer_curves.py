@@ -13,12 +13,21 @@ experiment (source C1-C6, targets C7-C9 and matmul 1024; hours on 2 cores):
   python3 bench/transfer_curves.py --source-tasks bench/workloads/transfer-source.txt \\
       --targets $(cat bench/workloads/transfer-targets.txt) --trials 300 --seeds 0 1 2 \\
       --threads 2 --out docs/bench/transfer300
+
+A run's best is the fastest of a few hundred noisy measurements, so a run can find another's best
+kernel and still not "reach" it. With --keep-dbs DIR --retime N every run's pick after each trial
+(its best so far) is timed again at the end, all runs of a target together in N rounds, and the
+table is written a second time from those timings (OUT-retimed.*).
 """
 import argparse
 import csv
 import json
 import os
+import random
+import re
 import shutil
+import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,22 +40,84 @@ VARIANTS = {"none": ("off", "relation"), "knob": ("on", "knob"), "context": ("on
             "relation": ("on", "relation")}
 
 
+def kept_db(args, workload, variant, seed):
+    tag = re.sub(r"[^A-Za-z0-9]+", "_", workload).strip("_")
+    return os.path.join(args.keep_dbs, f"{tag}-{variant}-s{seed}.db")
+
+
 def tune(args, workload, variant, seed):
-    transfer, features = VARIANTS[variant]
+    if args.keep_dbs:
+        db = kept_db(args, workload, variant, seed)
+        if os.path.exists(db):
+            print(f"reusing {db}", file=sys.stderr)
+            return None
+        os.makedirs(args.keep_dbs, exist_ok=True)
+        run_tune(args, workload, variant, seed, db + ".partial")
+        os.replace(db + ".partial", db)
+        return None
     with tempfile.TemporaryDirectory() as tmp:
-        db = os.path.join(tmp, "transfer.db")
-        shutil.copy(args.source_db, db)
-        cmd = [args.tessera, "tune", workload, "--seed", str(seed), "--trials", str(args.trials),
-               "--batch", str(args.batch), "--db", db, "--transfer", transfer, "--features", features,
-               "--json"]
-        if args.threads:
-            cmd += ["--threads", str(args.threads)]
-        if args.transfer_n0:
-            cmd += ["--transfer-n0", str(args.transfer_n0)]
-        if args.transfer_epsilon is not None:
-            cmd += ["--transfer-epsilon", str(args.transfer_epsilon)]
-        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
-        return json.loads(out)
+        return run_tune(args, workload, variant, seed, os.path.join(tmp, "transfer.db"))
+
+
+def run_tune(args, workload, variant, seed, db):
+    transfer, features = VARIANTS[variant]
+    shutil.copy(args.source_db, db)
+    cmd = [args.tessera, "tune", workload, "--seed", str(seed), "--trials", str(args.trials),
+           "--batch", str(args.batch), "--db", db, "--transfer", transfer, "--features", features,
+           "--json"]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    if args.transfer_n0:
+        cmd += ["--transfer-n0", str(args.transfer_n0)]
+    if args.transfer_epsilon is not None:
+        cmd += ["--transfer-epsilon", str(args.transfer_epsilon)]
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    r = json.loads(out)
+    t = r.get("transfer", {})
+    print(f"{workload} {variant} seed {seed}: best {r['best_gflops']:.1f} GFLOP/s after {r['trials']} "
+          f"trials, {r['seconds']:.0f} s, global model on {t.get('records', 0)} records",
+          file=sys.stderr, flush=True)
+    return r
+
+
+def picks_from_db(db, workload):
+    """The run's trials in order, as the strategy it would return after each one (its best so far by
+    its own measurements) and that measurement in GFLOP/s."""
+    con = sqlite3.connect(db)
+    rows = con.execute(
+        "select c.strategy, r.error_kind, r.median, w.flops from results r join configs c on "
+        "r.config_id = c.id join workloads w on c.workload_id = w.id where w.key = ? order by r.id",
+        (workload,)).fetchall()
+    con.close()
+    if not rows:
+        raise SystemExit(f"{db} holds no records of {workload}")
+    picks, best, best_gflops = [], None, 0.0
+    for strategy, error_kind, median, flops in rows:
+        if error_kind == "ok" and median > 0 and flops / median * 1e-9 > best_gflops:
+            best, best_gflops = strategy, flops / median * 1e-9
+        picks.append((best, best_gflops))
+    return picks
+
+
+def retime(args, workload, strategies):
+    """Times every strategy again, in --retime rounds of a fresh random order each, and returns the
+    median GFLOP/s of each: the runs' picks compared under one machine state instead of each
+    against its own run's luck."""
+    times = {s: [] for s in strategies}
+    rng = random.Random(0)
+    for rnd in range(args.retime):
+        order = list(strategies)
+        rng.shuffle(order)
+        for s in order:
+            cmd = [args.tessera, "run", workload, "--strategy", s, "--repeat", str(args.retime_repeat),
+                   "--no-check", "--json"]
+            if args.threads:
+                cmd += ["--threads", str(args.threads)]
+            out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+            times[s].append(json.loads(out)["gflops"])
+        print(f"{workload}: re-timing round {rnd + 1}/{args.retime} of {len(order)} strategies",
+              file=sys.stderr, flush=True)
+    return {s: statistics.median(g) for s, g in times.items()}
 
 
 def build_source(args):
@@ -90,6 +161,12 @@ def main():
     p.add_argument("--transfer-epsilon", type=float, default=None,
                    help="passed to tessera tune (default: its default)")
     p.add_argument("--from-csv", help="redraw the figure and table from an earlier run's CSV")
+    p.add_argument("--keep-dbs", help="directory that keeps each run's DB (a run whose DB is there is "
+                   "not tuned again); needed by --retime")
+    p.add_argument("--retime", type=int, default=0,
+                   help="rounds of timing every run's picks again at the end, all runs of a target "
+                   "together (0: off); writes OUT-retimed.{csv,md,png} beside the tuners' own curves")
+    p.add_argument("--retime-repeat", type=int, default=15, help="timed repeats per re-timing run")
     args = p.parse_args()
     if args.from_csv:
         with open(args.from_csv) as f:
@@ -98,36 +175,60 @@ def main():
         curves = {}
         for r in rows:
             curves.setdefault((r["workload"], r["variant"], r["seed"]), []).append(r["best_gflops"])
-        report(args, rows, curves)
+        report(args, rows, curves, args.out)
         return
     if not args.source_db and not args.source_tasks:
         p.error("give --source-db or --source-tasks (or --from-csv)")
+    if args.retime and not args.keep_dbs:
+        p.error("--retime needs --keep-dbs: the picks are read from each run's DB")
     if args.source_tasks:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         args.source_db = build_source(args)
 
-    rows, curves = [], {}
+    rows, curves, picks = [], {}, {}
     for w in args.targets:
         for v in args.variants:
             for s in args.seeds:
                 r = tune(args, w, v, s)
-                curves[(w, v, s)] = r["best_curve"]
-                t = r.get("transfer", {})
-                print(f"{w} {v} seed {s}: best {r['best_gflops']:.1f} GFLOP/s after {r['trials']} trials, "
-                      f"{r['seconds']:.0f} s, global model on {t.get('records', 0)} records",
-                      file=sys.stderr, flush=True)
-                for i, g in enumerate(r["best_curve"]):
+                if args.keep_dbs:
+                    picks[(w, v, s)] = picks_from_db(kept_db(args, w, v, s), w)[:args.trials]
+                    curves[(w, v, s)] = [g for _, g in picks[(w, v, s)]]
+                    if r and len(r["best_curve"]) != len(curves[(w, v, s)]):
+                        raise SystemExit(f"{w} {v} seed {s}: the DB holds {len(curves[(w, v, s)])} "
+                                         f"trials, the tuner reported {len(r['best_curve'])}")
+                else:
+                    curves[(w, v, s)] = r["best_curve"]
+                for i, g in enumerate(curves[(w, v, s)]):
                     rows.append({"workload": w, "variant": v, "seed": s, "trial": i + 1, "best_gflops": g})
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out + ".csv", "w", newline="") as f:
+    write_csv(args.out, rows)
+    report(args, rows, curves, args.out)
+    if args.retime:
+        rows, curves = [], {}
+        for w in args.targets:
+            runs = [k for k in picks if k[0] == w]
+            strategies = sorted({p for k in runs for p, _ in picks[k] if p is not None})
+            timed = retime(args, w, strategies)
+            for k in runs:
+                curves[k] = [timed[p] if p is not None else 0.0 for p, _ in picks[k]]
+                rows += [{"workload": w, "variant": k[1], "seed": k[2], "trial": i + 1, "best_gflops": g}
+                         for i, g in enumerate(curves[k])]
+        write_csv(args.out + "-retimed", rows)
+        report(args, rows, curves, args.out + "-retimed",
+               note=f"Each run's pick after each trial (its best so far by its own measurements) timed "
+               f"again at the end: {args.retime} rounds over all runs' picks of a target in a fresh "
+               f"random order each, {args.retime_repeat} repeats per timing, median of the rounds.")
+
+
+def write_csv(out, rows):
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    with open(out + ".csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=["workload", "variant", "seed", "trial", "best_gflops"])
         writer.writeheader()
         writer.writerows(rows)
-    report(args, rows, curves)
 
 
-def report(args, rows, curves):
-    plot(rows, args.targets, "variant", args.variants, args.seeds, args.out)
+def report(args, rows, curves, out, note=""):
+    plot(rows, args.targets, "variant", args.variants, args.seeds, out)
 
     # Trials to 90% and to 100% of the no-transfer run's final best (same seed): the first is what
     # the issue reports, the second what its goal compares.
@@ -149,10 +250,10 @@ def report(args, rows, curves):
                 cells.append(" / ".join(str(t) if t else f">{len(c)}" for t in reach))
             table.append(f"| `{w}` | {s} | {base[-1]:.1f} | " + " | ".join(cells) + " |")
     print("\n".join(table))
-    with open(args.out + ".md", "w") as f:
+    with open(out + ".md", "w") as f:
         f.write(f"{args.trials} trials, batch {args.batch}, {args.threads or 'all'} threads, source "
-                f"{args.source_tasks or args.source_db}.\n\n" + "\n".join(table) + "\n")
-    print(f"wrote {args.out}.csv, {args.out}.md and {args.out}.png", file=sys.stderr)
+                f"{args.source_tasks or args.source_db}. {note}\n\n" + "\n".join(table) + "\n")
+    print(f"wrote {out}.csv, {out}.md and {out}.png", file=sys.stderr)
 
 
 if __name__ == "__main__":
