@@ -109,12 +109,17 @@ def retime(args, workload, strategies):
         order = list(strategies)
         rng.shuffle(order)
         for s in order:
-            cmd = [args.tessera, "run", workload, "--strategy", s, "--repeat", str(args.retime_repeat),
-                   "--no-check", "--json"]
+            # The tuner's own protocol (a worker on pinned threads, caches flushed per repeat), so
+            # that only the luck of the moment differs, not the way of timing.
+            cmd = [args.tessera, "measure", workload, "--strategy", s, "--no-db", "--json",
+                   "--repeat", str(args.retime_repeat)]
             if args.threads:
                 cmd += ["--threads", str(args.threads)]
             out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
-            times[s].append(json.loads(out)["gflops"])
+            r = json.loads(out)
+            if r["error"] != "ok":
+                raise SystemExit(f"re-timing {workload} with {s}: {r['error']}: {r['message']}")
+            times[s].append(r["flops"] / r["median"] * 1e-9)
         print(f"{workload}: re-timing round {rnd + 1}/{args.retime} of {len(order)} strategies",
               file=sys.stderr, flush=True)
     return {s: statistics.median(g) for s, g in times.items()}
@@ -166,7 +171,7 @@ def main():
     p.add_argument("--retime", type=int, default=0,
                    help="rounds of timing every run's picks again at the end, all runs of a target "
                    "together (0: off); writes OUT-retimed.{csv,md,png} beside the tuners' own curves")
-    p.add_argument("--retime-repeat", type=int, default=15, help="timed repeats per re-timing run")
+    p.add_argument("--retime-repeat", type=int, default=10, help="timed repeats per re-timing run")
     args = p.parse_args()
     if args.from_csv:
         with open(args.from_csv) as f:
