@@ -4,14 +4,20 @@
 //   2. candidates per second for a batch of 64 distinct candidates (builds on all cores);
 //   3. run-to-run spread: max/min of the medians of 5 runs of the same kernel, with and
 //      without the cache flush.
+// With --context WORKLOAD STRATEGY it measures instead whether a kernel times differently as the
+// last of a batch of other candidates (as inside `tessera tune`) than in a batch of its own (as
+// `tessera measure` and every re-timing do), alternating the two.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <random>
 
 #include "measure/measure.h"
+#include "ops/templates.h"
+#include "ops/workload.h"
 
 using namespace tessera;
 
@@ -61,6 +67,39 @@ std::vector<MeasureInput> batch_of_64() {
   return batch;
 }
 
+// The kernel alone, then after `others` candidates of its space, `rounds` times; GFLOP/s each.
+int context_experiment(const MeasureParams& params, const std::string& workload,
+                       const std::string& strategy, int others, int rounds) {
+  ConfigSpace space = space_for(parse_workload(workload));
+  std::mt19937_64 rng(1);
+  std::vector<MeasureInput> batch;
+  for (int i = 0; i < others; ++i)
+    batch.push_back({workload, space.instantiate(space.sample(rng)).text(), std::nullopt});
+  batch.push_back({workload, strategy, std::nullopt});
+  Measurer m(params);
+  m.measure(batch);  // builds everything once; later calls hit the build cache
+  fmt::print("4. context: {} with {}\n   {:>5}  {:>14}  {:>22}\n", workload, strategy, "round",
+             "alone GFLOP/s", fmt::format("after {} others", others));
+  std::vector<double> alone, after;
+  for (int r = 0; r < rounds; ++r) {
+    MeasureResult a = m.measure({batch.back()}).front();
+    MeasureResult b = m.measure(batch).back();
+    if (a.error != ErrorKind::kOk || b.error != ErrorKind::kOk) {
+      fmt::print("   failed: {} {}\n", a.message, b.message);
+      return 1;
+    }
+    alone.push_back(a.gflops());
+    after.push_back(b.gflops());
+    fmt::print("   {:>5}  {:>14.1f}  {:>22.1f}\n", r, a.gflops(), b.gflops());
+  }
+  std::sort(alone.begin(), alone.end());
+  std::sort(after.begin(), after.end());
+  fmt::print("   median alone {:.1f}, after the batch {:.1f} GFLOP/s (ratio {:.2f})\n",
+             alone[alone.size() / 2], after[after.size() / 2],
+             after[after.size() / 2] / alone[alone.size() / 2]);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +109,23 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", params.run.timing.repeat, "Timed repeats (default 5)");
   app.add_option("--min-repeat-ms", params.run.timing.min_repeat_ms, "default 20");
   app.add_option("--batch", candidates, "Candidates in the throughput batch (default 64)");
+  std::vector<std::string> context;
+  int others = 31, rounds = 5;
+  app.add_option("--context", context,
+                 "WORKLOAD STRATEGY: time this kernel alone and after a batch of others")
+      ->expected(2);
+  app.add_option("--others", others, "Candidates before it in the batch (default 31)");
+  app.add_option("--rounds", rounds, "Alternations (default 5)");
+  app.add_option("--threads", params.run.threads, "OpenMP threads (default: all cores)");
   CLI11_PARSE(app, argc, argv);
+  if (!context.empty()) {
+    try {
+      return context_experiment(params, context[0], context[1], others, rounds);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "bench_measure: {}\n", e.what());
+      return 1;
+    }
+  }
   const TimingParams& t = params.run.timing;
   fmt::print("load average at start: {}\n", load_average());
   fmt::print("timing protocol: warmup {}, number >= {}, repeat {}, min_repeat_ms {}\n", t.warmup,
