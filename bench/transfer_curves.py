@@ -109,8 +109,8 @@ def retime(args, workload, strategies):
         order = list(strategies)
         rng.shuffle(order)
         for s in order:
-            # The tuner's own protocol (a worker on pinned threads, caches flushed per repeat), so
-            # that only the luck of the moment differs, not the way of timing.
+            # The tuner's own worker and protocol (caches flushed per repeat), so that only the
+            # moment differs, not the way of timing.
             cmd = [args.tessera, "measure", workload, "--strategy", s, "--no-db", "--json",
                    "--repeat", str(args.retime_repeat)]
             if args.threads:
