@@ -52,9 +52,9 @@ def tune(args, workload, variant, seed):
             print(f"reusing {db}", file=sys.stderr)
             return None
         os.makedirs(args.keep_dbs, exist_ok=True)
-        run_tune(args, workload, variant, seed, db + ".partial")
+        r = run_tune(args, workload, variant, seed, db + ".partial")
         os.replace(db + ".partial", db)
-        return None
+        return r
     with tempfile.TemporaryDirectory() as tmp:
         return run_tune(args, workload, variant, seed, os.path.join(tmp, "transfer.db"))
 
