@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libfmt-dev nlohmann-json3-dev libcli11-dev
-  libopenblas-dev libdnnl-dev libsqlite3-dev sqlite3 libxgboost-dev
+  libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev sqlite3 libxgboost-dev
 )
 
 missing=()

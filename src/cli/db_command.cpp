@@ -8,6 +8,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "db/jsonl.h"
 #include "db/record_db.h"
@@ -187,16 +188,34 @@ int best_command(const DbCommands& c) {
                             c.any_target ? "on any machine" : "on this machine", c.db));
   }
   const MeasureResult& r = best->result;
+  // The pick counts only when best() chose its configuration (no later, faster record).
+  std::optional<Pick> pick = db.latest_pick(workload, c.any_target ? "" : here.key());
+  if (pick && pick->strategy != r.strategy) pick.reset();
   if (c.strategy_only) {
     std::cout << r.strategy << "\n";
   } else if (c.json) {
-    std::cout << record_to_json(*best) << "\n";
+    nlohmann::json j = nlohmann::json::parse(record_to_json(*best));
+    if (pick) {
+      j["pick"] = {{"median", pick->median},
+                   {"gflops", r.flops / pick->median * 1e-9},
+                   {"rounds", pick->rounds},
+                   {"candidates", pick->candidates.size()},
+                   {"picked_at_ms", pick->picked_at_ms}};
+    }
+    std::cout << j.dump() << "\n";
   } else {
     std::cout << fmt::format(
         "workload  {}\nstrategy  {}\ntime      {:.4f} ms (median of {})\n"
         "GFLOP/s   {:.2f}\nmeasured  {} UTC on {}\n",
         r.workload, r.strategy, r.timing.median * 1e3, r.timing.repeats.size(), r.gflops(),
         format_time(r.timestamp_ms), best->target.cpu_model);
+    if (pick) {
+      std::cout << fmt::format(
+          "picked    {} UTC: {:.2f} GFLOP/s, median of {} rounds timing the {} fastest "
+          "configurations together\n",
+          format_time(pick->picked_at_ms), r.flops / pick->median * 1e-9, pick->rounds,
+          pick->candidates.size());
+    }
   }
   return 0;
 }
@@ -246,6 +265,7 @@ int stats_command(const DbCommands& c) {
   for (const auto& [kind, n] : st.results_by_error) {
     std::cout << fmt::format("  {:<14}{}\n", kind, n);
   }
+  std::cout << fmt::format("picks           {}\n", st.picks);
   return 0;
 }
 

@@ -24,6 +24,15 @@ std::string latency_text(double s) {
 }
 
 void show_progress(const TuneAllProgress& p) {
+  if (p.retimed) {
+    const TaskReport& r = (*p.tasks)[static_cast<size_t>(p.last_task)];
+    std::cerr << fmt::format(
+        "tune-all: re-timed {} ({}/{}): {:.2f} GFLOP/s (fastest single measurement {:.2f}), "
+        "total {}, {:.0f} s\n",
+        task_label(r.task), p.last_task + 1, p.tasks->size(), r.result.best_gflops,
+        r.result.best_tuned_gflops, latency_text(p.total_latency_s), p.elapsed_s);
+    return;
+  }
   std::cerr << fmt::format(
       "tune-all: {}/{} trials, total {} (sum of best latencies), {}, {:.0f} s\n", p.trials_done,
       p.trials_total, latency_text(p.total_latency_s), transfer_text(p.transfer), p.elapsed_s);
@@ -78,6 +87,8 @@ int tune_all_command(const TuneAllArgs& args) {
       task["resumed"] = t.result.resumed;
       task["errors"] = t.result.errors;
       task["best_gflops"] = t.result.best_gflops;
+      task["best_tuned_gflops"] = t.result.best_tuned_gflops;
+      task["retime"] = retime_json(t.result);
       task["best_latency_ms"] = std::isfinite(t.best_latency_s) ? t.best_latency_s * 1e3 : -1.0;
       task["best_strategy"] = t.result.best_strategy;
       task["best_config"] = t.result.best_config;
@@ -145,6 +156,7 @@ TuneAllCommand add_tune_all_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   c.app->add_option("--batch", a.params.tune.batch_size, "Trials per allocation to one task")
       ->check(CLI::PositiveNumber);
+  add_retime_options(c.app, a.params.tune);
   c.app
       ->add_option(
           "--task-early-stop", a.params.scheduler.early_stop,

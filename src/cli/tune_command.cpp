@@ -45,9 +45,48 @@ nlohmann::json transfer_json(const TransferInfo& t) {
   return j;
 }
 
+void add_retime_options(CLI::App* command, TuneParams& params) {
+  command
+      ->add_option("--retime", params.retime_top,
+                   "After the trials, time this many of the fastest configurations again, "
+                   "together, and return the best median (0: the single fastest measurement)")
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--retime-rounds", params.retime_rounds,
+                   "Rounds of that re-timing, each in a fresh random order")
+      ->check(CLI::PositiveNumber);
+}
+
+nlohmann::json retime_json(const TuneResult& r) {
+  if (!r.pick) return nullptr;
+  const Pick& pick = *r.pick;
+  nlohmann::json j;
+  j["rounds"] = pick.rounds;
+  j["seconds"] = r.retime_seconds;
+  j["picked"] = pick.strategy;
+  auto gflops = [&](double seconds) { return seconds > 0 ? r.flops / seconds * 1e-9 : 0.0; };
+  for (const PickCandidate& c : pick.candidates) {
+    nlohmann::json cj;
+    cj["strategy"] = c.strategy;
+    cj["tuned_gflops"] = gflops(c.tuned_median);
+    cj["gflops"] = gflops(c.median);
+    std::vector<double> rounds;
+    for (double s : c.round_medians) rounds.push_back(gflops(s));
+    cj["gflops_rounds"] = rounds;
+    j["candidates"].push_back(cj);
+  }
+  return j;
+}
+
 namespace {
 
 void show_progress(const TuneProgress& p, bool tty) {
+  if (p.retime_rounds > 0) {
+    std::string text = fmt::format("re-timing the fastest configurations: round {}/{}, {} elapsed",
+                                   p.retime_round, p.retime_rounds, clock_text(p.elapsed_s));
+    std::cerr << (tty ? "\n" : "") << "tune: " << text << (tty ? "" : "\n") << std::flush;
+    return;
+  }
   std::string text =
       fmt::format("{}/{} trials, {} errors, best {:.2f} GFLOP/s, {}, {} elapsed, ETA {}",
                   p.trials_done, p.trials_total, p.errors, p.best_gflops, transfer_text(p.transfer),
@@ -83,6 +122,7 @@ int tune_command(const TuneArgs& args) {
     j["resumed"] = r.resumed;
     j["errors"] = r.errors;
     j["best_gflops"] = r.best_gflops;
+    j["best_tuned_gflops"] = r.best_tuned_gflops;
     j["best_config"] = r.best_config;
     j["best_strategy"] = r.best_strategy;
     j["seconds"] = r.seconds;
@@ -90,12 +130,24 @@ int tune_command(const TuneArgs& args) {
     j["measure_seconds"] = r.measure_seconds;
     j["best_curve"] = r.best_curve;
     j["transfer"] = transfer_json(r.transfer);
+    j["retime"] = retime_json(r);
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << fmt::format("workload  {}\ntrials    {} ({} resumed from {}), {} errors\n",
                              r.workload, r.trials, r.resumed, args.db, r.errors);
-    std::cout << fmt::format("best      {:.2f} GFLOP/s\nconfig    {}\nstrategy  {}\n",
-                             r.best_gflops, r.best_config, r.best_strategy);
+    std::cout << fmt::format("best      {:.2f} GFLOP/s", r.best_gflops);
+    if (r.pick) {
+      size_t rank = 0;
+      while (rank < r.pick->candidates.size() &&
+             r.pick->candidates[rank].strategy != r.pick->strategy)
+        ++rank;
+      std::cout << fmt::format(
+          " (median of {} rounds re-timing the {} fastest together: the {} fastest in tuning; "
+          "fastest single measurement {:.2f})",
+          r.pick->rounds, r.pick->candidates.size(),
+          rank == 0 ? std::string("first") : fmt::format("#{}", rank + 1), r.best_tuned_gflops);
+    }
+    std::cout << fmt::format("\nconfig    {}\nstrategy  {}\n", r.best_config, r.best_strategy);
     std::cout << fmt::format("time      {:.1f} s ({:.1f} s measuring, {:.1f} s model and search)\n",
                              r.seconds, r.measure_seconds, r.tuner_seconds);
     std::cout << "model     " << transfer_text(r.transfer)
@@ -250,6 +302,7 @@ TuneCommands add_tune_commands(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   c.tune->add_option("--batch", t.params.batch_size, "Measurements between model updates")
       ->check(CLI::PositiveNumber);
+  add_retime_options(c.tune, t.params);
   c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)");
   c.tune->add_option("--threads,-t", t.threads,
                      "Threads of the measured kernels (default: all cores)");

@@ -40,6 +40,11 @@ TuneCommands add_tune_commands(CLI::App& app);
 std::string transfer_text(const TransferInfo& t);
 /// The transfer part of --json output: used, records, workloads, rebuilt, model (, reason).
 nlohmann::json transfer_json(const TransferInfo& t);
+/// --retime and --retime-rounds, for tune and tune-all.
+void add_retime_options(CLI::App* command, TuneParams& params);
+/// The re-timing part of --json output: rounds, picked, seconds, candidates (null when the run
+/// was not re-timed).
+nlohmann::json retime_json(const TuneResult& r);
 /// The exit code when one of these commands was given.
 std::optional<int> run_tune_commands(const TuneCommands& commands);
 

@@ -99,6 +99,23 @@ const char* kSelectRecords = R"sql(
   WHERE (?1 = '' OR w.key = ?1) AND (?2 = '' OR t.key = ?2) AND (?3 = 0 OR r.error_kind = 'ok')
 )sql";
 
+// A target from five columns of `s` starting at `first`: cpu_model, isa, cores, compiler, flags.
+Target read_target(const SqliteStatement& s, int first) {
+  Target t;
+  t.cpu_model = s.text(first);
+  const std::string isa = s.text(first + 1);
+  for (size_t pos = 0; pos < isa.size();) {
+    size_t sp = isa.find(' ', pos);
+    if (sp == std::string::npos) sp = isa.size();
+    if (sp > pos) t.isa.push_back(isa.substr(pos, sp - pos));
+    pos = sp + 1;
+  }
+  t.cores = static_cast<int>(s.integer(first + 2));
+  t.compiler = s.text(first + 3);
+  t.flags = s.text(first + 4);
+  return t;
+}
+
 Record read_record(const SqliteStatement& s) {
   Record rec;
   MeasureResult& r = rec.result;
@@ -118,17 +135,7 @@ Record read_record(const SqliteStatement& s) {
   r.timestamp_ms = s.integer(13);
   rec.tessera_version = s.text(14);
   rec.schema_version = static_cast<int>(s.integer(15));
-  rec.target.cpu_model = s.text(16);
-  const std::string isa = s.text(17);
-  for (size_t pos = 0; pos < isa.size();) {
-    size_t sp = isa.find(' ', pos);
-    if (sp == std::string::npos) sp = isa.size();
-    if (sp > pos) rec.target.isa.push_back(isa.substr(pos, sp - pos));
-    pos = sp + 1;
-  }
-  rec.target.cores = static_cast<int>(s.integer(18));
-  rec.target.compiler = s.text(19);
-  rec.target.flags = s.text(20);
+  rec.target = read_target(s, 16);
   return rec;
 }
 
@@ -237,11 +244,111 @@ size_t RecordDb::append(const std::vector<Record>& batch) {
 }
 
 std::optional<Record> RecordDb::best(const std::string& workload, const std::string& target_key) {
-  SqliteStatement s =
-      conn_.prepare(std::string(kSelectRecords) + " ORDER BY r.median ASC, r.id ASC LIMIT 1");
-  s.bind(1, workload).bind(2, target_key).bind(3, int64_t{1});
+  // `extra` narrows the correct records of the workload further, with its parameter as ?4.
+  auto fastest = [&](const std::string& extra, auto&& bind_extra) -> std::optional<Record> {
+    SqliteStatement s = conn_.prepare(std::string(kSelectRecords) + extra +
+                                      " ORDER BY r.median ASC, r.id ASC LIMIT 1");
+    s.bind(1, workload).bind(2, target_key).bind(3, int64_t{1});
+    bind_extra(s);
+    if (!s.step()) return std::nullopt;
+    return read_record(s);
+  };
+  auto no_extra = [](SqliteStatement&) {};
+  std::optional<Record> overall = fastest("", no_extra);
+  std::optional<Pick> pick = latest_pick(workload, target_key);
+  if (!overall || !pick) return overall;
+  // A later measurement faster than the pick's re-timed median supersedes it: the pick only
+  // ranked the configurations measured before it.
+  std::optional<Record> later =
+      fastest(" AND r.measured_at_ms > ?4 AND r.median < ?5",
+              [&](SqliteStatement& s) { s.bind(4, pick->picked_at_ms).bind(5, pick->median); });
+  if (later) return overall;
+  std::optional<Record> picked =
+      fastest(" AND c.strategy = ?4", [&](SqliteStatement& s) { s.bind(4, pick->strategy); });
+  return picked ? picked : overall;
+}
+
+void RecordDb::add_pick(const Pick& pick) {
+  json candidates = json::array();
+  for (const PickCandidate& c : pick.candidates) {
+    candidates.push_back({{"strategy", c.strategy},
+                          {"tuned_median", c.tuned_median},
+                          {"round_medians", c.round_medians},
+                          {"median", c.median}});
+  }
+  conn_.exec("BEGIN IMMEDIATE");
+  try {
+    SqliteStatement ins_t = conn_.prepare(
+        "INSERT OR IGNORE INTO targets(key, cpu_model, isa, cores, compiler, flags) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    SqliteStatement sel_t = conn_.prepare("SELECT id FROM targets WHERE key = ?1");
+    const std::string tkey = pick.target.key();
+    ins_t.bind(1, tkey).bind(2, pick.target.cpu_model);
+    ins_t.bind(3, fmt::format("{}", fmt::join(pick.target.isa, " ")));
+    ins_t.bind(4, int64_t{pick.target.cores})
+        .bind(5, pick.target.compiler)
+        .bind(6, pick.target.flags);
+    const int64_t tid = upsert_id(ins_t, sel_t, tkey);
+    SqliteStatement sel_c = conn_.prepare(
+        "SELECT c.id, w.id FROM configs c JOIN workloads w ON c.workload_id = w.id "
+        "WHERE w.key = ?1 AND c.strategy = ?2");
+    auto config_of = [&](const std::string& strategy) {
+      sel_c.bind(1, pick.workload).bind(2, strategy);
+      if (!sel_c.step()) {
+        throw_error("{}: cannot record a pick of {}: no record of configuration '{}'", path(),
+                    pick.workload, strategy);
+      }
+      std::pair<int64_t, int64_t> ids{sel_c.integer(0), sel_c.integer(1)};
+      sel_c.reset();
+      return ids;
+    };
+    for (const PickCandidate& c : pick.candidates) config_of(c.strategy);
+    auto [cid, wid] = config_of(pick.strategy);
+    SqliteStatement ins = conn_.prepare(R"sql(
+      INSERT INTO picks(workload_id, target_id, config_id, median, rounds, candidates,
+                        picked_at_ms, tessera_version)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))sql");
+    ins.bind(1, wid).bind(2, tid).bind(3, cid).bind(4, pick.median);
+    ins.bind(5, int64_t{pick.rounds}).bind(6, candidates.dump()).bind(7, pick.picked_at_ms);
+    ins.bind(8, pick.tessera_version.empty() ? tessera_version() : pick.tessera_version);
+    ins.step();
+    conn_.exec("COMMIT");
+  } catch (...) {
+    conn_.exec("ROLLBACK");
+    throw;
+  }
+}
+
+std::optional<Pick> RecordDb::latest_pick(const std::string& workload,
+                                          const std::string& target_key) {
+  if (!has_picks()) return std::nullopt;
+  SqliteStatement s = conn_.prepare(R"sql(
+    SELECT w.key, c.strategy, p.median, p.rounds, p.candidates, p.picked_at_ms, p.tessera_version,
+           t.cpu_model, t.isa, t.cores, t.compiler, t.flags
+    FROM picks p JOIN configs c ON p.config_id = c.id JOIN workloads w ON p.workload_id = w.id
+         JOIN targets t ON p.target_id = t.id
+    WHERE w.key = ?1 AND (?2 = '' OR t.key = ?2)
+    ORDER BY p.picked_at_ms DESC, p.id DESC LIMIT 1)sql");
+  s.bind(1, workload).bind(2, target_key);
   if (!s.step()) return std::nullopt;
-  return read_record(s);
+  Pick pick;
+  pick.workload = s.text(0);
+  pick.strategy = s.text(1);
+  pick.median = s.real(2);
+  pick.rounds = static_cast<int>(s.integer(3));
+  try {
+    for (const json& c : json::parse(s.text(4))) {
+      pick.candidates.push_back(
+          {c.at("strategy").get<std::string>(), c.at("tuned_median").get<double>(),
+           c.at("round_medians").get<std::vector<double>>(), c.at("median").get<double>()});
+    }
+  } catch (const json::exception& e) {
+    throw_error("{}: the pick of {} has unreadable candidates ({})", path(), workload, e.what());
+  }
+  pick.picked_at_ms = s.integer(5);
+  pick.tessera_version = s.text(6);
+  pick.target = read_target(s, 7);
+  return pick;
 }
 
 std::vector<Record> RecordDb::records(const RecordQuery& q) {
@@ -255,6 +362,13 @@ std::vector<Record> RecordDb::records(const RecordQuery& q) {
   return out;
 }
 
+bool RecordDb::has_picks() {
+  // A file of schema 1 opened read-only is not migrated and has no picks table.
+  return conn_.query_int(
+             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+             "name = 'picks'") > 0;
+}
+
 DbStats RecordDb::stats() {
   DbStats st;
   st.schema_version = static_cast<int>(conn_.query_int("PRAGMA user_version"));
@@ -262,6 +376,7 @@ DbStats RecordDb::stats() {
   st.targets = conn_.query_int("SELECT count(*) FROM targets");
   st.configs = conn_.query_int("SELECT count(*) FROM configs");
   st.results = conn_.query_int("SELECT count(*) FROM results");
+  st.picks = has_picks() ? conn_.query_int("SELECT count(*) FROM picks") : 0;
   SqliteStatement s =
       conn_.prepare("SELECT error_kind, count(*) FROM results GROUP BY error_kind ORDER BY 1");
   while (s.step()) st.results_by_error[s.text(0)] = s.integer(1);
@@ -272,21 +387,7 @@ std::map<std::string, Target> RecordDb::targets() {
   std::map<std::string, Target> out;
   SqliteStatement s =
       conn_.prepare("SELECT key, cpu_model, isa, cores, compiler, flags FROM targets");
-  while (s.step()) {
-    Target t;
-    t.cpu_model = s.text(1);
-    const std::string isa = s.text(2);
-    for (size_t pos = 0; pos < isa.size();) {
-      size_t sp = isa.find(' ', pos);
-      if (sp == std::string::npos) sp = isa.size();
-      if (sp > pos) t.isa.push_back(isa.substr(pos, sp - pos));
-      pos = sp + 1;
-    }
-    t.cores = static_cast<int>(s.integer(3));
-    t.compiler = s.text(4);
-    t.flags = s.text(5);
-    out[s.text(0)] = t;
-  }
+  while (s.step()) out[s.text(0)] = read_target(s, 1);
   return out;
 }
 

@@ -33,6 +33,29 @@ struct Record {
   std::string key() const;
 };
 
+/// One configuration of a re-timing (tune/retime.h): its fastest tuning measurement and its
+/// medians in the rounds that timed all candidates together.
+struct PickCandidate {
+  std::string strategy;
+  double tuned_median = 0;            // seconds: its fastest record when the re-timing began
+  std::vector<double> round_medians;  // seconds per round; 0 where that round failed
+  double median = 0;  // seconds: median over the rounds (failures as infinitely slow)
+};
+
+/// The configuration a run returns after re-timing its fastest ones together: `db best` and
+/// `tessera bench` use it until a later measurement is faster than its re-timed median.
+struct Pick {
+  std::string workload;  // canonical text
+  std::string strategy;  // the picked candidate's
+  Target target;
+  double median = 0;  // seconds: the picked candidate's median over the rounds
+  int rounds = 0;
+  std::vector<PickCandidate>
+      candidates;            // in the order of their tuning measurements, fastest first
+  int64_t picked_at_ms = 0;  // Unix time
+  std::string tessera_version;
+};
+
 struct RecordQuery {
   std::string workload;    // canonical text; empty: all
   std::string target_key;  // Target::key(); empty: all
@@ -42,7 +65,7 @@ struct RecordQuery {
 
 struct DbStats {
   int schema_version = 0;
-  int64_t workloads = 0, targets = 0, configs = 0, results = 0;
+  int64_t workloads = 0, targets = 0, configs = 0, results = 0, picks = 0;
   std::map<std::string, int64_t> results_by_error;  // error kind name -> count
 };
 
@@ -62,8 +85,15 @@ class RecordDb {
   /// Records for measurements of this tessera on `target`.
   size_t append(const Target& target, const std::vector<MeasureResult>& batch);
 
-  /// The fastest correct record of `workload` on the target, if any.
+  /// The record of the configuration to use for `workload` on the target (empty key: any): the
+  /// latest pick's (its fastest record) unless a record measured after the pick is faster than
+  /// the pick's re-timed median; otherwise, and without a pick, the fastest correct record.
   std::optional<Record> best(const std::string& workload, const std::string& target_key);
+  /// Records a re-timing's outcome. Its workload and every candidate must have records here
+  /// (tessera::Error otherwise); nothing is overwritten: the latest pick counts.
+  void add_pick(const Pick& pick);
+  /// The latest pick of `workload` on the target (empty key: any), if any.
+  std::optional<Pick> latest_pick(const std::string& workload, const std::string& target_key);
   /// What the DB holds, for resuming a tuning run (any number of records, zero included).
   std::vector<Record> records(const RecordQuery& query = {});
   DbStats stats();
@@ -73,6 +103,7 @@ class RecordDb {
 
  private:
   explicit RecordDb(SqliteConnection conn) : conn_(std::move(conn)) {}
+  bool has_picks();
   SqliteConnection conn_;
 };
 

@@ -61,6 +61,22 @@ const std::vector<const char*>& migrations() {
       CREATE INDEX results_by_config ON results(config_id, target_id);
       CREATE INDEX results_by_speed ON results(target_id, error_kind, median);
       )sql",
+      // 2: picks, the outcome of re-timing a run's fastest configurations together
+      // (tune/retime.h): the single fastest measurement is the luckiest of many noisy ones.
+      R"sql(
+      CREATE TABLE picks (
+        id INTEGER PRIMARY KEY,
+        workload_id INTEGER NOT NULL REFERENCES workloads(id),
+        target_id INTEGER NOT NULL REFERENCES targets(id),
+        config_id INTEGER NOT NULL REFERENCES configs(id),
+        median REAL NOT NULL,            -- seconds: the picked configuration's median over rounds
+        rounds INTEGER NOT NULL,
+        candidates TEXT NOT NULL,        -- JSON array: strategy, tuned_median, medians per round
+        picked_at_ms INTEGER NOT NULL,   -- Unix time
+        tessera_version TEXT NOT NULL
+      );
+      CREATE INDEX picks_by_workload ON picks(workload_id, target_id, picked_at_ms);
+      )sql",
   };
   return list;
 }

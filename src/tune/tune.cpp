@@ -1,5 +1,6 @@
 #include "tune/tune.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <unordered_map>
@@ -33,6 +34,7 @@ TuneSession::TuneSession(const std::string& workload_text, const TuneParams& par
   space_ = std::make_unique<ConfigSpace>(space_for(workload_));
   tuner_ = make_tuner(*space_, op, params_, transfer ? &transfer_ : nullptr);
   result_.workload = workload_.text();
+  result_.flops = flops_;
 
   // Resume: configurations already measured on this machine are learned from, not re-measured.
   if (db_) {
@@ -49,11 +51,8 @@ TuneSession::TuneSession(const std::string& workload_text, const TuneParams& par
         if (it == by_text.end()) continue;
         configs.push_back(space_->from_index(it->second));
         gflops.push_back(r.result.error == ErrorKind::kOk ? r.result.gflops() : 0.0);
-        if (gflops.back() > result_.best_gflops) {
-          result_.best_gflops = gflops.back();
-          result_.best_strategy = r.result.strategy;
-          result_.best_config = space_->describe(configs.back());
-        }
+        if (gflops.back() > 0)
+          note_success(r.result.strategy, r.result.timing.median, space_->describe(configs.back()));
       }
       result_.resumed = static_cast<int>(configs.size());
       if (!configs.empty()) tuner_->observe(configs, gflops);
@@ -64,6 +63,43 @@ TuneSession::TuneSession(const std::string& workload_text, const TuneParams& par
 }
 
 TuneSession::~TuneSession() = default;
+
+void TuneSession::note_success(const std::string& strategy, double seconds,
+                               const std::string& config) {
+  auto [it, fresh] = fastest_.emplace(strategy, seconds);
+  if (!fresh) it->second = std::min(it->second, seconds);
+  config_text_.emplace(strategy, config);
+  double gflops = flops_ / seconds * 1e-9;
+  // A pick made earlier in the session stays the best until a measurement beats its median.
+  if (gflops > result_.best_gflops) {
+    result_.best_gflops = gflops;
+    result_.best_strategy = strategy;
+    result_.best_config = config;
+  }
+  result_.best_tuned_gflops = std::max(result_.best_tuned_gflops, gflops);
+}
+
+void TuneSession::retime(const RetimeProgressFn& progress) {
+  if (params_.retime_top <= 0 || fastest_.empty()) return;
+  std::vector<std::pair<std::string, double>> top(fastest_.begin(), fastest_.end());
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second < b.second : a.first < b.first;
+  });
+  if (top.size() > static_cast<size_t>(params_.retime_top))
+    top.resize(static_cast<size_t>(params_.retime_top));
+  double start = now_s();
+  RetimeParams rp{params_.retime_top, params_.retime_rounds, params_.seed};
+  std::optional<Pick> pick = tessera::retime(result_.workload, top, measurer_, rp, progress);
+  result_.retime_seconds += now_s() - start;
+  result_.measure_seconds += now_s() - start;
+  result_.seconds = now_s() - started_;
+  if (!pick) return;
+  if (db_) db_->add_pick(*pick);
+  result_.best_gflops = flops_ / pick->median * 1e-9;
+  result_.best_strategy = pick->strategy;
+  result_.best_config = config_text_[pick->strategy];
+  result_.pick = std::move(pick);
+}
 
 const CostModel* TuneSession::global() const {
   return transfer_ ? transfer_->global() : nullptr;
@@ -96,11 +132,8 @@ int TuneSession::step(int n) {
     bool ok = measured[i].error == ErrorKind::kOk;
     gflops.push_back(ok ? measured[i].gflops() : 0.0);
     result_.errors += !ok;
-    if (gflops.back() > result_.best_gflops) {
-      result_.best_gflops = gflops.back();
-      result_.best_strategy = measured[i].strategy;
-      result_.best_config = space_->describe(batch[i]);
-    }
+    if (gflops.back() > 0)
+      note_success(measured[i].strategy, measured[i].timing.median, space_->describe(batch[i]));
     ++result_.trials;
     result_.best_curve.push_back(result_.best_gflops);
   }
@@ -167,6 +200,9 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
                 const MeasureParams& measure_params, const std::string& db_path,
                 const TuneProgressFn& progress, const WarnFn& warn) {
   WarnFn say = warn ? warn : WarnFn(warn_to_stderr);
+  double start = now_s();
+  if (params.retime_top > 0 && params.retime_rounds <= 0)
+    throw_error("--retime-rounds must be positive, not {}", params.retime_rounds);
   Workload workload = parse_workload(workload_text);
   Measurer measurer(measure_params);
   std::optional<RecordDb> db;
@@ -198,6 +234,14 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
     if (session.step(n) == 0) break;
     report();
   }
+  session.retime([&](int round, int rounds) {
+    if (!progress) return;
+    const TuneResult& r = session.result();
+    TuneProgress p{r.trials, params.trials, r.errors, r.best_gflops, now_s() - start, 0, info};
+    p.retime_round = round;
+    p.retime_rounds = rounds;
+    progress(p);
+  });
   result = session.result();
   result.transfer = info;
   return result;

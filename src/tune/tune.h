@@ -7,11 +7,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "db/record_db.h"
 #include "measure/measure.h"
 #include "tune/global_model.h"
+#include "tune/retime.h"
 #include "tune/tuner.h"
 
 namespace tessera {
@@ -35,15 +37,23 @@ struct TuneProgress {
   double elapsed_s = 0;
   double eta_s = 0;
   TransferInfo transfer;
+  int retime_round = 0;  // > 0 while re-timing: rounds done of retime_rounds
+  int retime_rounds = 0;
 };
 using TuneProgressFn = std::function<void(const TuneProgress&)>;
 
 struct TuneResult {
   std::string workload;
-  int trials = 0;   // measured in this run
-  int resumed = 0;  // records of earlier runs the tuner started from
+  double flops = 0;  // of one run of the workload
+  int trials = 0;    // measured in this run
+  int resumed = 0;   // records of earlier runs the tuner started from
   int errors = 0;
-  double best_gflops = 0;  // over this run and the resumed records
+  /// Over this run and the resumed records: the pick's re-timed median when re-timed, otherwise
+  /// the fastest single measurement.
+  double best_gflops = 0;
+  double best_tuned_gflops = 0;  // the fastest single measurement, re-timed or not
+  std::optional<Pick> pick;      // the re-timing, when there was one
+  double retime_seconds = 0;
   std::string best_strategy;
   std::string best_config;         // knob values
   std::vector<double> best_curve;  // best GFLOP/s after each trial of this run
@@ -73,6 +83,10 @@ class TuneSession {
   /// Gives the transfer model a (new) global model and refits the local one on top of it.
   /// Ignored when the tuner has no transfer model (random, grid, ga, or transfer off).
   void set_global(std::shared_ptr<const CostModel> global, const TransferInfo& info);
+  /// Times the params' retime_top fastest configurations so far again, together (tune/
+  /// retime.h), records the pick in the DB and makes it the result's best. Does nothing with
+  /// retime_top 0 or without a correct configuration.
+  void retime(const RetimeProgressFn& progress = nullptr);
   /// Whether the tuner can take a global model.
   bool accepts_global() const { return transfer_ != nullptr; }
   const CostModel* global() const;
@@ -94,6 +108,10 @@ class TuneSession {
   double flops_ = 0;
   double started_ = 0;
   TuneResult result_;
+  // Every correct configuration's fastest measurement (seconds) and knob values, for re-timing.
+  std::unordered_map<std::string, double> fastest_;
+  std::unordered_map<std::string, std::string> config_text_;
+  void note_success(const std::string& strategy, double seconds, const std::string& config);
 };
 
 /// Decides on and prepares transfer for tuning `workload` (canonical text) with `params`:

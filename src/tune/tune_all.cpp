@@ -96,6 +96,8 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   if (tp.transfer != "on" && tp.transfer != "off" && tp.transfer != "auto")
     throw_error("--transfer must be on, off or auto, not '{}'", tp.transfer);
   bool model_tuner = tp.tuner == "xgb" || tp.tuner == "xgb-reg";
+  if (tp.retime_top > 0 && tp.retime_rounds <= 0)
+    throw_error("--retime-rounds must be positive, not {}", tp.retime_rounds);
   if (tp.transfer == "on" && !model_tuner)
     throw_error("--transfer on needs a model tuner (xgb, xgb-reg), not {}", tp.tuner);
   // Across tasks transfer is on unless asked off: the tasks' own records feed it as they come.
@@ -153,6 +155,19 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
     for (const TaskReport& r : result.tasks) f += r.task.weight * r.best_latency_s;
     return f;
   };
+  auto report_progress = [&](int last_task, bool retimed) {
+    if (!progress) return;
+    TuneAllProgress p;
+    p.tasks = &result.tasks;
+    p.last_task = last_task;
+    p.trials_done = scheduler.trials_done();
+    p.trials_total = tp.trials;
+    p.total_latency_s = total_latency();
+    p.elapsed_s = seconds_since(start);
+    p.transfer = result.transfer;
+    p.retimed = retimed;
+    progress(p);
+  };
   while (std::optional<std::pair<int, int>> next = scheduler.next()) {
     auto [i, n] = *next;
     TuneSession& s = *sessions[static_cast<size_t>(i)];
@@ -163,17 +178,18 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
     report.best_latency_s = latency(report.flops, report.result.best_gflops);
     scheduler.report(i, measured, report.best_latency_s);
     result.trials = scheduler.trials_done();
-    if (progress) {
-      TuneAllProgress p;
-      p.tasks = &result.tasks;
-      p.last_task = i;
-      p.trials_done = scheduler.trials_done();
-      p.trials_total = tp.trials;
-      p.total_latency_s = total_latency();
-      p.elapsed_s = seconds_since(start);
-      p.transfer = result.transfer;
-      progress(p);
-    }
+    report_progress(i, false);
+  }
+  // Every task's pick comes from one re-timing after all the trials, so that the totals of two
+  // runs compare like with like (TuneSession::retime).
+  for (size_t i = 0; i < result.tasks.size(); ++i) {
+    if (tp.retime_top <= 0) break;
+    TuneSession& s = *sessions[i];
+    s.retime();
+    TaskReport& report = result.tasks[i];
+    report.result = s.result();
+    report.best_latency_s = latency(report.flops, report.result.best_gflops);
+    report_progress(static_cast<int>(i), true);
   }
   for (size_t i = 0; i < result.tasks.size(); ++i) {
     result.tasks[i].stopped =

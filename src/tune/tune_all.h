@@ -54,6 +54,7 @@ struct TuneAllProgress {
   double total_latency_s = 0;  // Σ weight · best latency (infinity while a task has none)
   double elapsed_s = 0;
   TransferInfo transfer;  // the global model as of the last refresh
+  bool retimed = false;   // after the trials: last_task's fastest configurations were re-timed
 };
 using TuneAllProgressFn = std::function<void(const TuneAllProgress&)>;
 
@@ -67,7 +68,8 @@ struct TuneAllResult {
   double global_seconds = 0;  // spent on them
 };
 
-/// Tunes every task with params.tune.trials trials in all. Needs a records DB (transfer and
+/// Tunes every task with params.tune.trials trials in all, then re-times each task's fastest
+/// configurations (params.tune.retime_top; not counted as trials). Needs a records DB (transfer and
 /// resume go through it). Throws tessera::Error on bad input.
 TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& params,
                        const MeasureParams& measure, const std::string& db_path,

@@ -37,6 +37,11 @@ struct TuneParams {
   /// global model ranks what was fast on other workloads; the draws keep the search from
   /// settling there before the local model has seen this workload's own optimum.
   double transfer_epsilon = 0.25;
+  /// At the end of a run, the `retime_top` fastest configurations (this run's and resumed ones)
+  /// are timed again together, `retime_rounds` times each, and the best median is the run's
+  /// result (tune/retime.h); 0: the single fastest measurement is. Not counted as trials.
+  int retime_top = 5;
+  int retime_rounds = 3;
   int ga_population = 64;
   double ga_mutation = 0.1;
   uint64_t seed = 0;

@@ -37,6 +37,8 @@ TEST(CliTuneAll, BadInputIsOneLineAndExitCode2) {
       {"tune-all --model resnet18-convs --transfer maybe", "--transfer"},
       {"tune-all --model resnet18-convs --transfer on --tuner random", "needs a model tuner"},
       {"tune matmul:M=4,N=4,K=4 --transfer sometimes", "--transfer"},
+      {"tune matmul:M=4,N=4,K=4 --retime-rounds 0", "--retime-rounds"},
+      {"tune-all --model resnet18-convs --retime -1", "--retime"},
   };
   for (const auto& [args, message] : cases) {
     SCOPED_TRACE(args);
@@ -80,12 +82,33 @@ TEST(CliTuneAll, ShortRunPrintsEveryTaskAndTheTransfer) {
   EXPECT_GT(j["tasks"][1]["best_gflops"].get<double>(), 0);
   EXPECT_TRUE(j["transfer"]["used"].get<bool>());
   EXPECT_GT(j["transfer"]["records"].get<int>(), 0);
+  // After the trials each task's fastest configurations (two here) were re-timed together.
+  EXPECT_NE(o.out.find("tune-all: re-timed small (1/2)"), std::string::npos) << o.out;
+  for (const auto& task : j["tasks"]) {
+    const auto& retime = task["retime"];
+    ASSERT_TRUE(retime.is_object()) << task.dump();
+    EXPECT_EQ(retime["rounds"], 3);
+    EXPECT_LE(retime["candidates"].size(), 2u);
+    EXPECT_EQ(retime["candidates"][0]["gflops_rounds"].size(), 3u);
+    EXPECT_EQ(task["best_strategy"], retime["picked"]);
+    EXPECT_GE(task["best_tuned_gflops"].get<double>(), retime["candidates"][0]["tuned_gflops"]);
+  }
 
   // tune on this DB transfers from both workloads by default and says so in its progress.
   auto t = run_cli("tune matmul:M=16,N=32,K=16 --trials 2 --batch 2 --threads 1 --db " + db);
   EXPECT_EQ(t.exit_code, 0) << t.out;
   EXPECT_NE(t.out.find("transfer on (global model: 4 records, 2 workloads)"), std::string::npos)
       << t.out;
+  // Without re-timing the result is the single fastest measurement.
+  auto plain = run_cli(
+      "tune matmul:M=16,N=32,K=16 --trials 2 --batch 2 --threads 1 --retime 0 "
+      "--json --db " +
+      db);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  nlohmann::json pj = nlohmann::json::parse(plain.out.substr(plain.out.find("\n{\n") + 1));
+  EXPECT_TRUE(pj["retime"].is_null());
+  EXPECT_EQ(pj["best_gflops"], pj["best_tuned_gflops"]);
+  EXPECT_EQ(plain.out.find("re-timing"), std::string::npos) << plain.out;
   std::filesystem::remove(list);
   for (const auto& entry :
        std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {

@@ -81,6 +81,88 @@ TEST(RecordDb, AppendsBestAndResume) {
   EXPECT_EQ(db.targets().size(), 2u);
 }
 
+Pick test_pick(const std::string& strategy, double median, int64_t at_ms,
+               const std::vector<std::string>& candidates) {
+  Pick p;
+  p.workload = kMatmul;
+  p.strategy = strategy;
+  p.target = test_target();
+  p.median = median;
+  p.rounds = 3;
+  p.picked_at_ms = at_ms;
+  for (const std::string& c : candidates) p.candidates.push_back({c, 1e-3, {median}, median});
+  return p;
+}
+
+TEST(RecordDb, BestHonoursTheLatestPickUntilALaterRecordBeatsItsMedian) {
+  ScratchDir dir;
+  RecordDb db = RecordDb::open(dir.file("p.db"), RecordDb::Mode::kReadWrite);
+  const Target here = test_target();
+  const int64_t t0 = 1700000000000;
+  db.append(here, {test_result(kMatmul, "split(i, 8)", 1.0e-3, ErrorKind::kOk, t0),
+                   test_result(kMatmul, "split(i, 4)", 1.2e-3, ErrorKind::kOk, t0)});
+  EXPECT_FALSE(db.latest_pick(kMatmul, here.key()));
+  EXPECT_EQ(db.best(kMatmul, here.key())->result.strategy, "split(i, 8)");
+
+  // Re-timed together, the configuration that measured slower once is the faster one.
+  db.add_pick(test_pick("split(i, 4)", 1.1e-3, t0 + 10, {"split(i, 8)", "split(i, 4)"}));
+  std::optional<Pick> pick = db.latest_pick(kMatmul, here.key());
+  ASSERT_TRUE(pick);
+  EXPECT_EQ(pick->strategy, "split(i, 4)");
+  EXPECT_DOUBLE_EQ(pick->median, 1.1e-3);
+  EXPECT_EQ(pick->rounds, 3);
+  ASSERT_EQ(pick->candidates.size(), 2u);
+  EXPECT_EQ(pick->candidates[0].strategy, "split(i, 8)");
+  EXPECT_EQ(pick->candidates[1].round_medians, std::vector<double>{1.1e-3});
+  EXPECT_EQ(pick->target.key(), here.key());
+  EXPECT_EQ(db.best(kMatmul, here.key())->result.strategy, "split(i, 4)");
+  EXPECT_EQ(db.best(kMatmul, "")->result.strategy, "split(i, 4)");
+  EXPECT_FALSE(db.latest_pick(kMatmul, test_target("Other CPU").key()));
+  EXPECT_EQ(db.stats().picks, 1);
+
+  // A later record slower than the pick's median leaves it standing; a faster one supersedes it.
+  db.append(here, {test_result(kMatmul, "split(j, 8)", 1.15e-3, ErrorKind::kOk, t0 + 20)});
+  EXPECT_EQ(db.best(kMatmul, here.key())->result.strategy, "split(i, 4)");
+  db.append(here, {test_result(kMatmul, "split(j, 4)", 0.9e-3, ErrorKind::kOk, t0 + 30)});
+  EXPECT_EQ(db.best(kMatmul, here.key())->result.strategy, "split(j, 4)");
+  // The next pick counts again.
+  db.add_pick(test_pick("split(i, 8)", 0.95e-3, t0 + 40, {"split(j, 4)", "split(i, 8)"}));
+  EXPECT_EQ(db.best(kMatmul, here.key())->result.strategy, "split(i, 8)");
+
+  // A pick needs records of its configurations; a failed add writes nothing.
+  EXPECT_THROW(db.add_pick(test_pick("split(k, 2)", 1e-3, t0 + 50, {"split(k, 2)"})), Error);
+  EXPECT_THROW(db.add_pick(test_pick("split(i, 8)", 1e-3, t0 + 50, {"split(k, 2)"})), Error);
+  EXPECT_EQ(db.stats().picks, 2);
+  EXPECT_EQ(db.latest_pick(kMatmul, here.key())->picked_at_ms, t0 + 40);
+}
+
+TEST(RecordDb, AFileOfSchemaOneIsReadWithoutPicksAndMigratedOnWrite) {
+  ScratchDir dir;
+  const std::string path = dir.file("v1.db");
+  {
+    RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadWrite);
+    db.append(test_target(), {test_result(kMatmul, "id", 1e-3)});
+  }
+  {
+    // What tessera before the picks table wrote: schema 1, no picks.
+    SqliteConnection conn(path, false);
+    conn.exec("DROP TABLE picks");
+    conn.exec("PRAGMA user_version = 1");
+  }
+  {
+    RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadOnly);
+    EXPECT_EQ(db.best(kMatmul, test_target().key())->result.strategy, "id");
+    EXPECT_FALSE(db.latest_pick(kMatmul, ""));
+    EXPECT_EQ(db.stats().picks, 0);
+    EXPECT_EQ(db.stats().schema_version, 1);
+  }
+  RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadWrite);
+  EXPECT_EQ(db.stats().schema_version, current_schema_version());
+  db.add_pick(test_pick("id", 1e-3, 1700000000001, {"id"}));
+  EXPECT_EQ(db.stats().picks, 1);
+  EXPECT_EQ(db.records().size(), 1u);
+}
+
 TEST(RecordDb, DuplicatesAreRecognizedAndRepeatMeasurementsKept) {
   ScratchDir dir;
   RecordDb db = RecordDb::open(dir.file("d.db"), RecordDb::Mode::kReadWrite);

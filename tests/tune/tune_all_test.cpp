@@ -138,11 +138,11 @@ TEST(TuneAll, TwoTinyWorkloadsShareOneBudgetAndBothLandInTheDb) {
       "A matmul:M=32,N=32,K=16\nB matmul:M=16,N=16,K=16\n"
       "A2 matmul:N=32,M=32,K=16\n",
       "list");
-  std::vector<int> last_tasks;
+  std::vector<int> last_tasks, retimed_tasks;
   TuneAllResult r =
       tune_all(specs, params, quick_measure(), tmp.path, [&](const TuneAllProgress& p) {
         EXPECT_EQ(p.tasks->size(), 2u);
-        last_tasks.push_back(p.last_task);
+        (p.retimed ? retimed_tasks : last_tasks).push_back(p.last_task);
       });
   ASSERT_EQ(r.tasks.size(), 2u) << "A and A2 are one workload";
   EXPECT_EQ(r.tasks[0].task.weight, 2);
@@ -151,9 +151,13 @@ TEST(TuneAll, TwoTinyWorkloadsShareOneBudgetAndBothLandInTheDb) {
   EXPECT_EQ(last_tasks.size(), 6u);
   EXPECT_EQ(last_tasks[0], 0);
   EXPECT_EQ(last_tasks[1], 1);
+  EXPECT_EQ(retimed_tasks, (std::vector<int>{0, 1}));  // after all the trials
   for (const TaskReport& t : r.tasks) {
     EXPECT_GT(t.result.best_gflops, 0) << t.task.workload;
     EXPECT_GT(t.best_latency_s, 0);
+    // The total counts each task's re-timed pick.
+    ASSERT_TRUE(t.result.pick) << t.task.workload;
+    EXPECT_DOUBLE_EQ(t.best_latency_s, t.result.pick->median);
   }
   EXPECT_NEAR(r.total_latency_s, 2 * r.tasks[0].best_latency_s + r.tasks[1].best_latency_s, 1e-12);
   // Transfer across the tasks: the global model was refreshed from their records.
@@ -168,6 +172,7 @@ TEST(TuneAll, TwoTinyWorkloadsShareOneBudgetAndBothLandInTheDb) {
     EXPECT_EQ(db.records(q).size(), static_cast<size_t>(t.result.trials)) << t.task.workload;
   }
   EXPECT_EQ(db.records().size(), 12u);
+  EXPECT_EQ(db.stats().picks, 2);
 }
 
 }  // namespace

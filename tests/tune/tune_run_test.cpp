@@ -10,6 +10,7 @@
 #include "db/record_db.h"
 #include "ops/evaluate.h"
 #include "schedule/strategy_parser.h"
+#include "tune/retime.h"
 #include "tune/tune.h"
 
 namespace tessera {
@@ -36,24 +37,47 @@ TEST(TuneRun, RecordsEveryTrialResumesAndTheBestReplays) {
                           [&](const TuneProgress& p) { seen.push_back(p); });
   EXPECT_EQ(first.trials, 8);
   EXPECT_EQ(first.resumed, 0);
-  ASSERT_EQ(seen.size(), 2u);  // one report per batch
-  EXPECT_EQ(seen.back().trials_done, 8);
+  ASSERT_EQ(seen.size(), 5u);  // one report per batch, then one per round of re-timing
+  EXPECT_EQ(seen[1].trials_done, 8);
+  EXPECT_EQ(seen[1].retime_rounds, 0);
+  EXPECT_EQ(seen[2].retime_round, 1);
+  EXPECT_EQ(seen.back().retime_round, 3);
+  EXPECT_EQ(seen.back().retime_rounds, 3);
   EXPECT_GT(first.best_gflops, 0);
   ASSERT_EQ(first.best_curve.size(), 8u);
   EXPECT_TRUE(std::is_sorted(first.best_curve.begin(), first.best_curve.end()));
+  // The five fastest were re-timed together; the pick is the result and lands in the DB.
+  ASSERT_TRUE(first.pick);
+  EXPECT_EQ(first.pick->candidates.size(), 5u);
+  EXPECT_EQ(first.pick->rounds, 3);
+  EXPECT_EQ(first.best_strategy, first.pick->strategy);
+  EXPECT_DOUBLE_EQ(first.best_gflops, first.flops / first.pick->median * 1e-9);
+  EXPECT_DOUBLE_EQ(first.best_tuned_gflops, first.best_curve.back());
+  for (size_t i = 0; i < first.pick->candidates.size(); ++i) {
+    const PickCandidate& c = first.pick->candidates[i];
+    EXPECT_EQ(c.round_medians.size(), 3u);
+    if (i > 0) {
+      EXPECT_GE(c.tuned_median, first.pick->candidates[i - 1].tuned_median);
+    }
+  }
+  EXPECT_DOUBLE_EQ(first.pick->candidates[0].tuned_median,
+                   first.flops / first.best_tuned_gflops * 1e-9);
 
   {
     RecordDb records = RecordDb::open(db, RecordDb::Mode::kReadOnly);
     RecordQuery q;
     q.workload = "matmul:M=32,N=32,K=16";
-    EXPECT_EQ(records.records(q).size(), 8u);
+    EXPECT_EQ(records.records(q).size(), 8u);  // re-timing adds no trials
+    EXPECT_EQ(records.latest_pick(q.workload, "")->strategy, first.best_strategy);
+    EXPECT_EQ(records.best(q.workload, "")->result.strategy, first.best_strategy);
   }
 
   params.trials = 4;
   TuneResult second = tune("matmul:M=32,N=32,K=16", params, measure, db);
   EXPECT_EQ(second.resumed, 8);
   EXPECT_EQ(second.trials, 4);
-  EXPECT_GE(second.best_gflops, first.best_gflops);
+  ASSERT_TRUE(second.pick);  // its candidates include the first run's configurations
+  EXPECT_GE(second.best_tuned_gflops, first.best_tuned_gflops);
   {
     RecordDb records = RecordDb::open(db, RecordDb::Mode::kReadOnly);
     RecordQuery q;
@@ -74,6 +98,55 @@ TEST(TuneRun, RecordsEveryTrialResumesAndTheBestReplays) {
   std::filesystem::remove(db);
   std::filesystem::remove(db + "-wal");
   std::filesystem::remove(db + "-shm");
+}
+
+TEST(Retime, ThePickIsTheBestMedianNotTheLuckiestMeasurement) {
+  Pick pick;
+  // a measured fastest once (its tuning figure) but is slower in two rounds of three.
+  pick.candidates = {{"a", 0.5, {1.0, 5.0, 5.0}, 0},
+                     {"b", 0.9, {2.0, 2.0, 2.5}, 0},
+                     {"c", 0.9, {0.1, 0, 0}, 0}};  // failed in two rounds: never picked
+  ASSERT_TRUE(choose_pick(pick));
+  EXPECT_EQ(pick.strategy, "b");
+  EXPECT_DOUBLE_EQ(pick.median, 2.0);
+  EXPECT_DOUBLE_EQ(pick.candidates[0].median, 5.0);
+  EXPECT_DOUBLE_EQ(pick.candidates[2].median, 0);  // stored as 0: a failure
+  // Even rounds: the mean of the middle two; a tie goes to the earlier candidate.
+  Pick even;
+  even.candidates = {{"x", 1, {1.0, 3.0}, 0}, {"y", 1, {2.0, 2.0}, 0}};
+  ASSERT_TRUE(choose_pick(even));
+  EXPECT_EQ(even.strategy, "x");
+  Pick failed;
+  failed.candidates = {{"z", 1, {0, 0, 1.0}, 0}};
+  EXPECT_FALSE(choose_pick(failed));
+  EXPECT_FALSE(choose_pick(failed = Pick{}));
+}
+
+TEST(Retime, ACandidateThatFailsNowIsNotPicked) {
+  MeasureParams measure;
+  measure.run.threads = 1;
+  measure.run.timing.repeat = 3;
+  measure.run.timing.min_repeat_ms = 1;
+  Measurer measurer(measure);
+  RetimeParams params;
+  params.rounds = 2;
+  int rounds_seen = 0;
+  // The first candidate claims the faster tuning figure but no longer applies.
+  std::optional<Pick> pick =
+      retime("matmul:M=16,N=16,K=16", {{"split(nope, 4)", 1e-9}, {"split(i, 4)", 1e-3}}, measurer,
+             params, [&](int done, int total) {
+               EXPECT_EQ(total, 2);
+               rounds_seen = done;
+             });
+  ASSERT_TRUE(pick);
+  EXPECT_EQ(rounds_seen, 2);
+  EXPECT_EQ(pick->strategy, "split(i, 4)");
+  EXPECT_EQ(pick->candidates[0].round_medians, (std::vector<double>{0, 0}));
+  EXPECT_EQ(pick->candidates[0].median, 0);
+  EXPECT_GT(pick->median, 0);
+  EXPECT_GT(pick->picked_at_ms, 0);
+  EXPECT_EQ(pick->target.key(), measurer.target().key());
+  EXPECT_FALSE(retime("matmul:M=16,N=16,K=16", {{"split(nope, 4)", 1e-9}}, measurer, params));
 }
 
 }  // namespace
