@@ -64,7 +64,7 @@ def run_tune(args, workload, variant, seed, db):
     shutil.copy(args.source_db, db)
     cmd = [args.tessera, "tune", workload, "--seed", str(seed), "--trials", str(args.trials),
            "--batch", str(args.batch), "--db", db, "--transfer", transfer, "--features", features,
-           "--json"]
+           "--json", "--retime", "0"]  # the curves come from the records; --retime N is below
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     if args.transfer_n0:

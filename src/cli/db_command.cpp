@@ -188,9 +188,7 @@ int best_command(const DbCommands& c) {
                             c.any_target ? "on any machine" : "on this machine", c.db));
   }
   const MeasureResult& r = best->result;
-  // The pick counts only when best() chose its configuration (no later, faster record).
-  std::optional<Pick> pick = db.latest_pick(workload, c.any_target ? "" : here.key());
-  if (pick && pick->strategy != r.strategy) pick.reset();
+  std::optional<Pick> pick = db.current_pick(workload, c.any_target ? "" : here.key());
   if (c.strategy_only) {
     std::cout << r.strategy << "\n";
   } else if (c.json) {

@@ -50,14 +50,19 @@ void add_retime_options(CLI::App* command, TuneParams& params) {
       ->add_option("--retime", params.retime_top,
                    "After the trials, time this many of the fastest configurations again, "
                    "together, and return the best median (0: the single fastest measurement)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1000));
   command
       ->add_option("--retime-rounds", params.retime_rounds,
                    "Rounds of that re-timing, each in a fresh random order")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000));
 }
 
 nlohmann::json retime_json(const TuneResult& r) {
+  if (r.retime_failed) {
+    return {{"picked", nullptr},
+            {"seconds", r.retime_seconds},
+            {"reason", "every candidate failed when timed again"}};
+  }
   if (!r.pick) return nullptr;
   const Pick& pick = *r.pick;
   nlohmann::json j;
@@ -84,7 +89,12 @@ void show_progress(const TuneProgress& p, bool tty) {
   if (p.retime_rounds > 0) {
     std::string text = fmt::format("re-timing the fastest configurations: round {}/{}, {} elapsed",
                                    p.retime_round, p.retime_rounds, clock_text(p.elapsed_s));
-    std::cerr << (tty ? "\n" : "") << "tune: " << text << (tty ? "" : "\n") << std::flush;
+    // On a terminal the bar's line is redrawn, padded over the longer trial line.
+    if (tty) {
+      std::cerr << fmt::format("\r[{}] {:<100}", std::string(30, '#'), text) << std::flush;
+    } else {
+      std::cerr << "tune: " << text << "\n";
+    }
     return;
   }
   std::string text =
@@ -142,10 +152,11 @@ int tune_command(const TuneArgs& args) {
              r.pick->candidates[rank].strategy != r.pick->strategy)
         ++rank;
       std::cout << fmt::format(
-          " (median of {} rounds re-timing the {} fastest together: the {} fastest in tuning; "
+          " (median of {} rounds re-timing the {} fastest together: the {} in tuning; "
           "fastest single measurement {:.2f})",
           r.pick->rounds, r.pick->candidates.size(),
-          rank == 0 ? std::string("first") : fmt::format("#{}", rank + 1), r.best_tuned_gflops);
+          rank == 0 ? std::string("fastest") : fmt::format("#{} fastest", rank + 1),
+          r.best_tuned_gflops);
     }
     std::cout << fmt::format("\nconfig    {}\nstrategy  {}\n", r.best_config, r.best_strategy);
     std::cout << fmt::format("time      {:.1f} s ({:.1f} s measuring, {:.1f} s model and search)\n",

@@ -243,29 +243,48 @@ size_t RecordDb::append(const std::vector<Record>& batch) {
   return added;
 }
 
-std::optional<Record> RecordDb::best(const std::string& workload, const std::string& target_key) {
-  // `extra` narrows the correct records of the workload further, with its parameter as ?4.
-  auto fastest = [&](const std::string& extra, auto&& bind_extra) -> std::optional<Record> {
-    SqliteStatement s = conn_.prepare(std::string(kSelectRecords) + extra +
-                                      " ORDER BY r.median ASC, r.id ASC LIMIT 1");
-    s.bind(1, workload).bind(2, target_key).bind(3, int64_t{1});
-    bind_extra(s);
-    if (!s.step()) return std::nullopt;
-    return read_record(s);
-  };
-  auto no_extra = [](SqliteStatement&) {};
-  std::optional<Record> overall = fastest("", no_extra);
+std::optional<Record> RecordDb::fastest(const std::string& workload, const std::string& target_key,
+                                        const std::string& extra,
+                                        const std::function<void(SqliteStatement&)>& bind_extra) {
+  SqliteStatement s = conn_.prepare(std::string(kSelectRecords) + extra +
+                                    " ORDER BY r.median ASC, r.id ASC LIMIT 1");
+  s.bind(1, workload).bind(2, target_key).bind(3, int64_t{1});
+  if (bind_extra) bind_extra(s);
+  if (!s.step()) return std::nullopt;
+  return read_record(s);
+}
+
+std::optional<Record> RecordDb::resolve_best(const std::string& workload,
+                                             const std::string& target_key,
+                                             std::optional<Pick>* standing_pick) {
   std::optional<Pick> pick = latest_pick(workload, target_key);
-  if (!overall || !pick) return overall;
-  // A later measurement faster than the pick's re-timed median supersedes it: the pick only
-  // ranked the configurations measured before it.
-  std::optional<Record> later =
-      fastest(" AND r.measured_at_ms > ?4 AND r.median < ?5",
-              [&](SqliteStatement& s) { s.bind(4, pick->picked_at_ms).bind(5, pick->median); });
-  if (later) return overall;
-  std::optional<Record> picked =
-      fastest(" AND c.strategy = ?4", [&](SqliteStatement& s) { s.bind(4, pick->strategy); });
-  return picked ? picked : overall;
+  if (pick) {
+    // A later measurement faster than the pick's re-timed median supersedes it (the pick only
+    // ranked what was measured before it); the fastest such one is the answer, never a record
+    // from before the pick, which the re-timing already ranked.
+    std::optional<Record> later =
+        fastest(workload, target_key, " AND r.measured_at_ms > ?4 AND r.median < ?5",
+                [&](SqliteStatement& s) { s.bind(4, pick->picked_at_ms).bind(5, pick->median); });
+    if (later) return later;
+    std::optional<Record> picked = fastest(workload, target_key, " AND c.strategy = ?4",
+                                           [&](SqliteStatement& s) { s.bind(4, pick->strategy); });
+    if (picked) {
+      if (standing_pick) *standing_pick = std::move(pick);
+      return picked;
+    }
+  }
+  return fastest(workload, target_key, "", nullptr);
+}
+
+std::optional<Record> RecordDb::best(const std::string& workload, const std::string& target_key) {
+  return resolve_best(workload, target_key, nullptr);
+}
+
+std::optional<Pick> RecordDb::current_pick(const std::string& workload,
+                                           const std::string& target_key) {
+  std::optional<Pick> pick;
+  resolve_best(workload, target_key, &pick);
+  return pick;
 }
 
 void RecordDb::add_pick(const Pick& pick) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -86,14 +87,16 @@ class RecordDb {
   size_t append(const Target& target, const std::vector<MeasureResult>& batch);
 
   /// The record of the configuration to use for `workload` on the target (empty key: any): the
-  /// latest pick's (its fastest record) unless a record measured after the pick is faster than
-  /// the pick's re-timed median; otherwise, and without a pick, the fastest correct record.
+  /// latest pick's (its fastest record), unless records measured after the pick are faster than
+  /// its re-timed median, then the fastest of those; without a pick, the fastest correct record.
   std::optional<Record> best(const std::string& workload, const std::string& target_key);
   /// Records a re-timing's outcome. Its workload and every candidate must have records here
   /// (tessera::Error otherwise); nothing is overwritten: the latest pick counts.
   void add_pick(const Pick& pick);
   /// The latest pick of `workload` on the target (empty key: any), if any.
   std::optional<Pick> latest_pick(const std::string& workload, const std::string& target_key);
+  /// The latest pick if best() returns its configuration (no later record beat its median).
+  std::optional<Pick> current_pick(const std::string& workload, const std::string& target_key);
   /// What the DB holds, for resuming a tuning run (any number of records, zero included).
   std::vector<Record> records(const RecordQuery& query = {});
   DbStats stats();
@@ -104,6 +107,13 @@ class RecordDb {
  private:
   explicit RecordDb(SqliteConnection conn) : conn_(std::move(conn)) {}
   bool has_picks();
+  /// The fastest correct record of the workload, narrowed by `extra` (SQL after the WHERE of the
+  /// records query, parameters from ?4 bound by bind_extra).
+  std::optional<Record> fastest(const std::string& workload, const std::string& target_key,
+                                const std::string& extra,
+                                const std::function<void(SqliteStatement&)>& bind_extra);
+  std::optional<Record> resolve_best(const std::string& workload, const std::string& target_key,
+                                     std::optional<Pick>* standing_pick);
   SqliteConnection conn_;
 };
 

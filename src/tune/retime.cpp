@@ -78,7 +78,7 @@ bool choose_pick(Pick& pick) {
     pick.strategy = pick.candidates[best].strategy;
     pick.median = pick.candidates[best].median;
   }
-  // JSON has no infinity: a candidate that failed in most rounds is stored with median 0.
+  // JSON has no infinity: a candidate that failed in half the rounds or more is stored as 0.
   for (PickCandidate& c : pick.candidates)
     if (!std::isfinite(c.median)) c.median = 0;
   return found;

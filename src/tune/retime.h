@@ -25,7 +25,7 @@ struct RetimeParams {
 /// Fills each candidate's median over its round_medians (a failed round, 0, counts as
 /// infinitely slow; stored as 0 when the median is a failure) and makes the fastest median the
 /// pick's strategy and median (the earlier candidate on a tie). False when every candidate
-/// failed in most rounds.
+/// failed in half the rounds or more.
 bool choose_pick(Pick& pick);
 
 /// (round done, rounds): after each round.
@@ -35,7 +35,7 @@ using RetimeProgressFn = std::function<void(int, int)>;
 /// configurations, fastest first) params.rounds times each with `measurer`, every round all of
 /// them as one batch in a fresh random order. A failed measurement counts as infinitely slow.
 /// Returns the pick: the candidate with the smallest median (the earlier one on a tie), or
-/// nullopt when every candidate failed in most rounds.
+/// nullopt when every candidate failed in half the rounds or more.
 std::optional<Pick> retime(const std::string& workload,
                            const std::vector<std::pair<std::string, double>>& fastest_first,
                            Measurer& measurer, const RetimeParams& params,

@@ -1,5 +1,7 @@
 #include "tune/tune.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -56,6 +58,7 @@ TuneSession::TuneSession(const std::string& workload_text, const TuneParams& par
       }
       result_.resumed = static_cast<int>(configs.size());
       if (!configs.empty()) tuner_->observe(configs, gflops);
+      resume_best(q.target_key);
     }
   }
   result_.seconds = now_s() - started_;
@@ -70,7 +73,7 @@ void TuneSession::note_success(const std::string& strategy, double seconds,
   if (!fresh) it->second = std::min(it->second, seconds);
   config_text_.emplace(strategy, config);
   double gflops = flops_ / seconds * 1e-9;
-  // A pick made earlier in the session stays the best until a measurement beats its median.
+  // A pick stays the best until a measurement beats its median, as in RecordDb::best.
   if (gflops > result_.best_gflops) {
     result_.best_gflops = gflops;
     result_.best_strategy = strategy;
@@ -79,7 +82,18 @@ void TuneSession::note_success(const std::string& strategy, double seconds,
   result_.best_tuned_gflops = std::max(result_.best_tuned_gflops, gflops);
 }
 
-void TuneSession::retime(const RetimeProgressFn& progress) {
+void TuneSession::resume_best(const std::string& target_key) {
+  // The best so far is what `db best` would answer: an earlier run's standing pick at its
+  // re-timed median rather than the fastest single record it ranked below.
+  std::optional<Record> best = db_->best(result_.workload, target_key);
+  if (!best || !config_text_.count(best->result.strategy)) return;
+  std::optional<Pick> pick = db_->current_pick(result_.workload, target_key);
+  result_.best_gflops = flops_ / (pick ? pick->median : best->result.timing.median) * 1e-9;
+  result_.best_strategy = best->result.strategy;
+  result_.best_config = config_text_[best->result.strategy];
+}
+
+void TuneSession::retime(const RetimeProgressFn& progress, const WarnFn& warn) {
   if (params_.retime_top <= 0 || fastest_.empty()) return;
   std::vector<std::pair<std::string, double>> top(fastest_.begin(), fastest_.end());
   std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
@@ -93,8 +107,19 @@ void TuneSession::retime(const RetimeProgressFn& progress) {
   result_.retime_seconds += now_s() - start;
   result_.measure_seconds += now_s() - start;
   result_.seconds = now_s() - started_;
-  if (!pick) return;
-  if (db_) db_->add_pick(*pick);
+  if (!pick) {
+    result_.retime_failed = true;
+    return;
+  }
+  if (db_) {
+    // Every trial is already recorded: a DB that refuses the pick costs the pick, not the run.
+    try {
+      db_->add_pick(*pick);
+    } catch (const Error& e) {
+      (warn ? warn
+            : WarnFn(warn_to_stderr))(fmt::format("the pick was not recorded: {}", e.what()));
+    }
+  }
   result_.best_gflops = flops_ / pick->median * 1e-9;
   result_.best_strategy = pick->strategy;
   result_.best_config = config_text_[pick->strategy];
@@ -225,7 +250,7 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
   auto report = [&] {
     if (!progress) return;
     const TuneResult& r = session.result();
-    TuneProgress p{r.trials, params.trials, r.errors, r.best_gflops, r.seconds, 0, info};
+    TuneProgress p{r.trials, params.trials, r.errors, r.best_gflops, now_s() - start, 0, info};
     p.eta_s = p.trials_done ? p.elapsed_s / p.trials_done * (p.trials_total - p.trials_done) : 0;
     progress(p);
   };
@@ -234,14 +259,16 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
     if (session.step(n) == 0) break;
     report();
   }
-  session.retime([&](int round, int rounds) {
-    if (!progress) return;
-    const TuneResult& r = session.result();
-    TuneProgress p{r.trials, params.trials, r.errors, r.best_gflops, now_s() - start, 0, info};
-    p.retime_round = round;
-    p.retime_rounds = rounds;
-    progress(p);
-  });
+  session.retime(
+      [&](int round, int rounds) {
+        if (!progress) return;
+        const TuneResult& r = session.result();
+        TuneProgress p{r.trials, params.trials, r.errors, r.best_gflops, now_s() - start, 0, info};
+        p.retime_round = round;
+        p.retime_rounds = rounds;
+        progress(p);
+      },
+      say);
   result = session.result();
   result.transfer = info;
   return result;

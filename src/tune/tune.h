@@ -54,6 +54,7 @@ struct TuneResult {
   double best_tuned_gflops = 0;  // the fastest single measurement, re-timed or not
   std::optional<Pick> pick;      // the re-timing, when there was one
   double retime_seconds = 0;
+  bool retime_failed = false;  // re-timed, but every candidate failed in half the rounds or more
   std::string best_strategy;
   std::string best_config;         // knob values
   std::vector<double> best_curve;  // best GFLOP/s after each trial of this run
@@ -86,7 +87,8 @@ class TuneSession {
   /// Times the params' retime_top fastest configurations so far again, together (tune/
   /// retime.h), records the pick in the DB and makes it the result's best. Does nothing with
   /// retime_top 0 or without a correct configuration.
-  void retime(const RetimeProgressFn& progress = nullptr);
+  /// A DB that cannot take the pick gets one warning through `warn` (default: stderr).
+  void retime(const RetimeProgressFn& progress = nullptr, const WarnFn& warn = nullptr);
   /// Whether the tuner can take a global model.
   bool accepts_global() const { return transfer_ != nullptr; }
   const CostModel* global() const;
@@ -112,6 +114,7 @@ class TuneSession {
   std::unordered_map<std::string, double> fastest_;
   std::unordered_map<std::string, std::string> config_text_;
   void note_success(const std::string& strategy, double seconds, const std::string& config);
+  void resume_best(const std::string& target_key);
 };
 
 /// Decides on and prepares transfer for tuning `workload` (canonical text) with `params`:

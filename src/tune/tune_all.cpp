@@ -185,7 +185,7 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   for (size_t i = 0; i < result.tasks.size(); ++i) {
     if (tp.retime_top <= 0) break;
     TuneSession& s = *sessions[i];
-    s.retime();
+    s.retime(nullptr, say);
     TaskReport& report = result.tasks[i];
     report.result = s.result();
     report.best_latency_s = latency(report.flops, report.result.best_gflops);

@@ -38,7 +38,7 @@ TEST(CliTuneAll, BadInputIsOneLineAndExitCode2) {
       {"tune-all --model resnet18-convs --transfer on --tuner random", "needs a model tuner"},
       {"tune matmul:M=4,N=4,K=4 --transfer sometimes", "--transfer"},
       {"tune matmul:M=4,N=4,K=4 --retime-rounds 0", "--retime-rounds"},
-      {"tune-all --model resnet18-convs --retime -1", "--retime"},
+      {"tune-all --model resnet18-convs --retime -1", "--retime: Value -1 not in range 0"},
   };
   for (const auto& [args, message] : cases) {
     SCOPED_TRACE(args);
@@ -91,8 +91,26 @@ TEST(CliTuneAll, ShortRunPrintsEveryTaskAndTheTransfer) {
     EXPECT_LE(retime["candidates"].size(), 2u);
     EXPECT_EQ(retime["candidates"][0]["gflops_rounds"].size(), 3u);
     EXPECT_EQ(task["best_strategy"], retime["picked"]);
-    EXPECT_GE(task["best_tuned_gflops"].get<double>(), retime["candidates"][0]["tuned_gflops"]);
+    int picked = 0;
+    for (const auto& c : retime["candidates"]) {
+      if (c["strategy"] != retime["picked"]) continue;
+      ++picked;
+      EXPECT_DOUBLE_EQ(c["gflops"].get<double>(), task["best_gflops"].get<double>());
+    }
+    EXPECT_EQ(picked, 1) << retime.dump();
   }
+  // db best answers with the pick and says so; db stats counts the picks.
+  auto best = run_cli("db best matmul:M=16,N=16,K=16 --db " + db);
+  EXPECT_EQ(best.exit_code, 0) << best.out;
+  EXPECT_NE(best.out.find("strategy  " + j["tasks"][0]["best_strategy"].get<std::string>()),
+            std::string::npos)
+      << best.out;
+  EXPECT_NE(best.out.find("median of 3 rounds timing the"), std::string::npos) << best.out;
+  auto best_json = run_cli("db best matmul:M=16,N=16,K=16 --json --db " + db);
+  nlohmann::json bj = nlohmann::json::parse(best_json.out);
+  EXPECT_EQ(bj["pick"]["rounds"], 3);
+  EXPECT_DOUBLE_EQ(bj["pick"]["gflops"].get<double>(), j["tasks"][0]["best_gflops"].get<double>());
+  EXPECT_NE(run_cli("db stats --db " + db).out.find("picks           2"), std::string::npos);
 
   // tune on this DB transfers from both workloads by default and says so in its progress.
   auto t = run_cli("tune matmul:M=16,N=32,K=16 --trials 2 --batch 2 --threads 1 --db " + db);

@@ -120,14 +120,21 @@ TEST(RecordDb, BestHonoursTheLatestPickUntilALaterRecordBeatsItsMedian) {
   EXPECT_FALSE(db.latest_pick(kMatmul, test_target("Other CPU").key()));
   EXPECT_EQ(db.stats().picks, 1);
 
-  // A later record slower than the pick's median leaves it standing; a faster one supersedes it.
+  EXPECT_EQ(db.current_pick(kMatmul, here.key())->strategy, "split(i, 4)");
+  // A later record slower than the pick's median leaves it standing; a faster one supersedes it,
+  // and then it, not the record the re-timing ranked below the pick, is the best.
   db.append(here, {test_result(kMatmul, "split(j, 8)", 1.15e-3, ErrorKind::kOk, t0 + 20)});
   EXPECT_EQ(db.best(kMatmul, here.key())->result.strategy, "split(i, 4)");
+  db.append(here, {test_result(kMatmul, "split(j, 2)", 1.05e-3, ErrorKind::kOk, t0 + 25)});
+  EXPECT_EQ(db.best(kMatmul, here.key())->result.strategy, "split(j, 2)");
+  EXPECT_FALSE(db.current_pick(kMatmul, here.key()));
+  EXPECT_TRUE(db.latest_pick(kMatmul, here.key()));
   db.append(here, {test_result(kMatmul, "split(j, 4)", 0.9e-3, ErrorKind::kOk, t0 + 30)});
   EXPECT_EQ(db.best(kMatmul, here.key())->result.strategy, "split(j, 4)");
   // The next pick counts again.
   db.add_pick(test_pick("split(i, 8)", 0.95e-3, t0 + 40, {"split(j, 4)", "split(i, 8)"}));
   EXPECT_EQ(db.best(kMatmul, here.key())->result.strategy, "split(i, 8)");
+  EXPECT_EQ(db.current_pick(kMatmul, "")->strategy, "split(i, 8)");
 
   // A pick needs records of its configurations; a failed add writes nothing.
   EXPECT_THROW(db.add_pick(test_pick("split(k, 2)", 1e-3, t0 + 50, {"split(k, 2)"})), Error);

@@ -89,6 +89,19 @@ TEST(TuneRun, RecordsEveryTrialResumesAndTheBestReplays) {
     EXPECT_EQ(strategies.size(), 12u) << "a resumed run proposed a configuration again";
   }
 
+  {
+    // A session resuming from the DB starts from the standing pick, as db best answers.
+    RecordDb records = RecordDb::open(db, RecordDb::Mode::kReadWrite);
+    Measurer measurer(measure);
+    TuneSession resumed("matmul:M=32,N=32,K=16", params, measurer, &records);
+    std::optional<Pick> pick = records.current_pick("matmul:M=32,N=32,K=16", "");
+    ASSERT_TRUE(pick);
+    EXPECT_EQ(pick->strategy, second.best_strategy);
+    EXPECT_EQ(resumed.result().best_strategy, pick->strategy);
+    EXPECT_DOUBLE_EQ(resumed.result().best_gflops, second.best_gflops);
+    EXPECT_EQ(resumed.result().best_config, second.best_config);
+  }
+
   OpInstance op = instantiate(parse_workload("matmul:M=32,N=32,K=16"));
   RewriteResult<Program> best = parse_strategy(second.best_strategy)(op.program);
   ASSERT_TRUE(best.ok()) << best.message();
