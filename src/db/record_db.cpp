@@ -89,6 +89,21 @@ int64_t upsert_id(SqliteStatement& insert, SqliteStatement& select, const std::s
   return id;
 }
 
+const char* kInsertTarget =
+    "INSERT OR IGNORE INTO targets(key, cpu_model, isa, cores, compiler, flags) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const char* kSelectTarget = "SELECT id FROM targets WHERE key = ?1";
+
+// The id of target `t`'s row, inserted first when new (statements of kInsertTarget and
+// kSelectTarget).
+int64_t target_id(SqliteStatement& insert, SqliteStatement& select, const Target& t) {
+  const std::string key = t.key();
+  insert.bind(1, key).bind(2, t.cpu_model);
+  insert.bind(3, fmt::format("{}", fmt::join(t.isa, " ")));
+  insert.bind(4, int64_t{t.cores}).bind(5, t.compiler).bind(6, t.flags);
+  return upsert_id(insert, select, key);
+}
+
 const char* kSelectRecords = R"sql(
   SELECT w.key, c.strategy, w.dtype, w.flops, r.error_kind, r.error_message, r.repeats,
          r.number, r.mean, r.median, r.std, r.build_seconds, r.run_seconds, r.measured_at_ms,
@@ -188,10 +203,8 @@ size_t RecordDb::append(const std::vector<Record>& batch) {
   SqliteStatement ins_w = conn_.prepare(
       "INSERT OR IGNORE INTO workloads(key, op, shape, dtype, flops) VALUES (?1, ?2, ?3, ?4, ?5)");
   SqliteStatement sel_w = conn_.prepare("SELECT id FROM workloads WHERE key = ?1");
-  SqliteStatement ins_t = conn_.prepare(
-      "INSERT OR IGNORE INTO targets(key, cpu_model, isa, cores, compiler, flags) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-  SqliteStatement sel_t = conn_.prepare("SELECT id FROM targets WHERE key = ?1");
+  SqliteStatement ins_t = conn_.prepare(kInsertTarget);
+  SqliteStatement sel_t = conn_.prepare(kSelectTarget);
   SqliteStatement ins_c = conn_.prepare(
       "INSERT OR IGNORE INTO configs(key, workload_id, strategy) VALUES (?1, ?2, ?3)");
   SqliteStatement sel_c = conn_.prepare("SELECT id FROM configs WHERE key = ?1");
@@ -211,13 +224,7 @@ size_t RecordDb::append(const std::vector<Record>& batch) {
       ins_w.bind(1, r.workload).bind(2, op).bind(3, shape).bind(4, r.dtype).bind(5, r.flops);
       const int64_t wid = upsert_id(ins_w, sel_w, r.workload);
 
-      const std::string tkey = rec.target.key();
-      ins_t.bind(1, tkey).bind(2, rec.target.cpu_model);
-      ins_t.bind(3, fmt::format("{}", fmt::join(rec.target.isa, " ")));
-      ins_t.bind(4, int64_t{rec.target.cores})
-          .bind(5, rec.target.compiler)
-          .bind(6, rec.target.flags);
-      const int64_t tid = upsert_id(ins_t, sel_t, tkey);
+      const int64_t tid = target_id(ins_t, sel_t, rec.target);
 
       const std::string ckey = rec.config_key();
       ins_c.bind(1, ckey).bind(2, wid).bind(3, r.strategy);
@@ -297,17 +304,9 @@ void RecordDb::add_pick(const Pick& pick) {
   }
   conn_.exec("BEGIN IMMEDIATE");
   try {
-    SqliteStatement ins_t = conn_.prepare(
-        "INSERT OR IGNORE INTO targets(key, cpu_model, isa, cores, compiler, flags) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-    SqliteStatement sel_t = conn_.prepare("SELECT id FROM targets WHERE key = ?1");
-    const std::string tkey = pick.target.key();
-    ins_t.bind(1, tkey).bind(2, pick.target.cpu_model);
-    ins_t.bind(3, fmt::format("{}", fmt::join(pick.target.isa, " ")));
-    ins_t.bind(4, int64_t{pick.target.cores})
-        .bind(5, pick.target.compiler)
-        .bind(6, pick.target.flags);
-    const int64_t tid = upsert_id(ins_t, sel_t, tkey);
+    SqliteStatement ins_t = conn_.prepare(kInsertTarget);
+    SqliteStatement sel_t = conn_.prepare(kSelectTarget);
+    const int64_t tid = target_id(ins_t, sel_t, pick.target);
     SqliteStatement sel_c = conn_.prepare(
         "SELECT c.id, w.id FROM configs c JOIN workloads w ON c.workload_id = w.id "
         "WHERE w.key = ?1 AND c.strategy = ?2");
