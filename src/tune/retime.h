@@ -17,8 +17,7 @@
 namespace tessera {
 
 struct RetimeParams {
-  int top = 5;     // configurations re-timed (0: no re-timing)
-  int rounds = 3;  // each times all of them once
+  int rounds = 3;  // each times all the candidates once
   uint64_t seed = 0;
 };
 

@@ -102,7 +102,7 @@ void TuneSession::retime(const RetimeProgressFn& progress, const WarnFn& warn) {
   if (top.size() > static_cast<size_t>(params_.retime_top))
     top.resize(static_cast<size_t>(params_.retime_top));
   double start = now_s();
-  RetimeParams rp{params_.retime_top, params_.retime_rounds, params_.seed};
+  RetimeParams rp{params_.retime_rounds, params_.seed};
   std::optional<Pick> pick = tessera::retime(result_.workload, top, measurer_, rp, progress);
   result_.retime_seconds += now_s() - start;
   result_.measure_seconds += now_s() - start;
