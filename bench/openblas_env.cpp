@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "runtime/isa.h"
 #include "runtime/ndarray.h"
 #include "runtime/timer.h"
 
@@ -23,6 +24,10 @@ constexpr const char* kForcedMarker = "TESSERA_BENCH_OPENBLAS_DETECTED";
 }  // namespace
 
 void use_openblas_at_its_best(char** argv) {
+  // Under TESSERA_ISA=avx2 on an AVX-512 CPU the libraries are held to AVX2 as well, so the
+  // comparison is the one an AVX2 machine would see. oneDNN reads this on its first use.
+  const bool avx2_override = target_isa().overridden && target_isa().kind == IsaKind::kAvx2;
+  if (avx2_override) setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
   if (std::getenv(kForcedMarker)) return;
   if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("OPENBLAS_L2_SIZE")) {
     unsetenv("OPENBLAS_CORETYPE");
@@ -33,11 +38,16 @@ void use_openblas_at_its_best(char** argv) {
   bool avx512_core = core.find("Skylake") != std::string::npos ||
                      core.find("Cooperlake") != std::string::npos ||
                      core.find("SapphireRapids") != std::string::npos;
-  __builtin_cpu_init();
-  if (avx512_core || !__builtin_cpu_supports("avx512f")) return;
-  std::cerr << "OpenBLAS picked " << core
-            << " kernels on an AVX-512 CPU; re-running with SkylakeX kernels" << std::endl;
-  setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+  bool avx2_core =
+      core.find("Haswell") != std::string::npos || core.find("Zen") != std::string::npos;
+  const char* wanted = nullptr;
+  if (target_isa().kind == IsaKind::kAvx2 && !avx2_core) wanted = "Haswell";
+  if (target_isa().kind == IsaKind::kAvx512 && !avx512_core) wanted = "SkylakeX";
+  if (!wanted) return;
+  std::cerr << "OpenBLAS picked " << core << " kernels for " << target_isa().name
+            << (avx2_override ? " (TESSERA_ISA on an AVX-512 CPU)" : "") << "; re-running with "
+            << wanted << " kernels" << std::endl;
+  setenv("OPENBLAS_CORETYPE", wanted, 1);
   setenv(kForcedMarker, core.c_str(), 1);
   reexec(argv);
 }

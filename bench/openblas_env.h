@@ -10,6 +10,8 @@ namespace tessera::bench {
 /// OpenBLAS reads them when it loads, so this re-executes the process without them. OpenBLAS
 /// 0.3.21 also fails to recognise some AVX-512 CPUs and falls back to its SSE3 "Prescott" kernels,
 /// about 5x slower here; on such a CPU this re-executes once more naming the SkylakeX kernels.
+/// Under TESSERA_ISA=avx2 (runtime/isa.h) it names the Haswell kernels and holds oneDNN to AVX2
+/// (ONEDNN_MAX_CPU_ISA), so both libraries run what an AVX2 machine runs.
 /// Call first thing in main().
 void use_openblas_at_its_best(char** argv);
 

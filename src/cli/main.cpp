@@ -13,6 +13,7 @@
 #include "cli/tune_command.h"
 #include "ops/evaluate.h"
 #include "ops/workload.h"
+#include "runtime/isa.h"
 #include "schedule/strategy_parser.h"
 #include "te/error.h"
 #include "tir/printer.h"
@@ -129,6 +130,13 @@ int ops_command() {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
+  // A TESSERA_ISA the CPU cannot run would otherwise surface deep inside the first compile.
+  try {
+    tessera::target_isa();
+  } catch (const tessera::Error& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return 2;
+  }
   using namespace tessera;
   CLI::App app{"tessera: a tensor compiler whose schedules are strategies"};
   app.require_subcommand(1);

@@ -44,8 +44,9 @@ const std::vector<std::pair<std::string, std::string>>& helper_definitions() {
          "  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;\n"
          "}\n"},
         {"tsr_immintrin",
-         "/* AVX-512 intrinsics, where the compiler targets them (the vector exp's vscalefps). */\n"
-         "#if defined(__AVX512F__)\n"
+         "/* AVX-512 and AVX2 intrinsics, where the compiler targets them (the vector exp's\n"
+         "   vscalefps, masked moves). */\n"
+         "#if defined(__AVX512F__) || defined(__AVX2__)\n"
          "#include <immintrin.h>\n"
          "#endif\n"},
         {"tsr_floormod",

@@ -76,6 +76,7 @@ class VectorLoop {
     lane_ids_.clear();
     mask_.clear();
     avx512_mask_.clear();
+    avx2_mask_.clear();
   }
 
  private:
@@ -199,7 +200,43 @@ class VectorLoop {
                            avx512_mask_));
       em_.line("#endif");
     }
+    // AVX2 has masked moves of 8 lanes of 32 bits (vmaskmov, vpmaskmov) under a vector mask:
+    // a wider vector moves as 8-lane halves, each with its slice of the mask.
+    if (lanes_ % 8 == 0) {
+      avx2_mask_ = em_.fresh_name(base_ + "_k8");
+      em_.helper("tsr_immintrin");
+      em_.line("#if defined(__AVX2__)");
+      em_.line(fmt::format("__m256i {}[{}];", avx2_mask_, lanes_ / 8));
+      em_.line(fmt::format("__builtin_memcpy({}, &{}, sizeof({}));", avx2_mask_, mask_, mask_));
+      em_.line(fmt::format("(void){};", avx2_mask_));
+      em_.line("#endif");
+    }
     return any;
+  }
+
+  // The AVX2 form of a masked move of lanes_ (a multiple of 8) contiguous 32-bit lanes of type t
+  // at &buf[index] to or from vector `tmp`, one 8-lane move per half.
+  std::string avx2_masked_move(bool store, DType t, const std::string& buf,
+                               const std::string& index, const std::string& tmp) const {
+    const bool f32 = t == DType::kFloat32;
+    const std::string half_type = f32 ? "__m256" : "__m256i";
+    const std::string suffix = f32 ? "ps" : "epi32";
+    std::string code = "{ " + half_type + " h; ";
+    for (int64_t h = 0; h < lanes_ / 8; ++h) {
+      const std::string at = fmt::format("&{}[({}) + {}]", buf, index, 8 * h);
+      const std::string cast = f32 ? "" : "(int*)";
+      if (store) {
+        code += fmt::format(
+            "__builtin_memcpy(&h, (const char*)&{} + {}, 32); _mm256_maskstore_{}({}{}, {}[{}], "
+            "h); ",
+            tmp, 32 * h, suffix, cast, at, avx2_mask_, h);
+      } else {
+        code += fmt::format(
+            "h = _mm256_maskload_{}({}{}, {}[{}]); __builtin_memcpy((char*)&{} + {}, &h, 32); ",
+            suffix, f32 ? "" : "(const int*)", at, avx2_mask_, h, tmp, 32 * h);
+      }
+    }
+    return code + "}";
   }
 
   // The AVX-512 names of a masked move of 16 lanes of type t, or nullptr.
@@ -212,17 +249,23 @@ class VectorLoop {
   // A move of the lanes the mask lets through: one AVX-512 instruction where it can be (16
   // contiguous lanes of 32 bits), lane by lane otherwise. `avx512_move(suffix)` and
   // `lane_move(lane)` give the statement of each form.
-  template <typename Avx512Move, typename LaneMove>
-  void emit_masked_move(bool contiguous, DType t, Avx512Move avx512_move, LaneMove lane_move) {
+  template <typename Avx512Move, typename Avx2Move, typename LaneMove>
+  void emit_masked_move(bool contiguous, DType t, Avx512Move avx512_move, Avx2Move avx2_move,
+                        LaneMove lane_move) {
     const char* suffix = avx512_suffix(t);
-    bool one_instruction = contiguous && suffix && !avx512_mask_.empty();
-    if (one_instruction) {
+    bool avx512 = contiguous && suffix && !avx512_mask_.empty();
+    bool avx2 = contiguous && suffix && !avx2_mask_.empty();
+    if (avx512) {
       em_.line("#if defined(__AVX512F__)");
       em_.line(avx512_move(suffix));
-      em_.line("#else");
     }
+    if (avx2) {
+      em_.line(avx512 ? "#elif defined(__AVX2__)" : "#if defined(__AVX2__)");
+      em_.line(avx2_move());
+    }
+    if (avx512 || avx2) em_.line("#else");
     per_lane([&](const std::string& lane) { em_.line(lane_move(lane)); });
-    if (one_instruction) em_.line("#endif");
+    if (avx512 || avx2) em_.line("#endif");
   }
 
   void emit_store(const StoreNode& n) {
@@ -241,6 +284,7 @@ class VectorLoop {
                                em_.print(flat).text, avx512_mask_,
                                n.buffer->dtype == DType::kFloat32 ? "__m512" : "__m512i", tmp);
           },
+          [&] { return avx2_masked_move(true, n.buffer->dtype, buf, em_.print(flat).text, tmp); },
           [&](const std::string& lane) {
             return fmt::format("if ({}[{}]) {}[{}] = {}[{}];", mask_, lane, buf,
                                em_.print(flat).text, tmp, lane);
@@ -270,6 +314,7 @@ class VectorLoop {
             return fmt::format("{} = ({})_mm512_maskz_loadu_{}({}, &{}[{}]);", tmp, type, suffix,
                                avx512_mask_, buf, em_.print(flat).text);
           },
+          [&] { return avx2_masked_move(false, n.buffer->dtype, buf, em_.print(flat).text, tmp); },
           [&](const std::string& lane) {
             return fmt::format("{}[{}] = {}[{}] ? {}[{}] : 0;", tmp, lane, mask_, lane, buf,
                                em_.print(flat).text);
@@ -486,6 +531,7 @@ class VectorLoop {
   std::string lane_ids_;
   std::string mask_;         // int32 lane mask of a masked block, else empty
   std::string avx512_mask_;  // the same as a __mmask16, with 16 lanes
+  std::string avx2_mask_;    // the same as __m256i halves, with a multiple of 8 lanes
   bool non_negative_ = false;
 };
 

@@ -15,6 +15,7 @@
 
 #include "measure/hash.h"
 #include "measure/process.h"
+#include "runtime/isa.h"
 
 namespace tessera {
 
@@ -86,8 +87,16 @@ Target detect_target(const CompileOptions& opts) {
     }
   }
   if (t.cpu_model.empty()) t.cpu_model = "unknown CPU";
+  // Under TESSERA_ISA the kernels use only part of the CPU: the fingerprint lists that part.
+  const IsaKind kind = target_isa().kind;
   for (const char* f : kIsaFlags) {
-    if (flags.find(std::string(" ") + f + " ") != std::string::npos) t.isa.push_back(f);
+    if (flags.find(std::string(" ") + f + " ") == std::string::npos) continue;
+    const std::string name = f;
+    bool avx512_part = name.rfind("avx512", 0) == 0 || name.rfind("amx", 0) == 0;
+    bool avx_part = name == "avx" || name == "avx2" || name == "fma";
+    if (avx512_part && kind < IsaKind::kAvx512) continue;
+    if (avx_part && kind < IsaKind::kAvx2) continue;
+    t.isa.push_back(f);
   }
   t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   t.compiler = compiler_version(opts.compiler);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ops/softmax.h"
+#include "runtime/isa.h"
 #include "schedule/library.h"
 #include "te/error.h"
 
@@ -42,6 +43,30 @@ Knob kc_knob(int64_t k) {
   return int_knob("tile_kc", depths);
 }
 
+// The register tile of a matrix product: {rows, vectors, lanes} with rows x vectors x lanes
+// accumulators, the rows a split of m and vectors x lanes a split of n. A vector of twice the
+// ISA's lanes is two registers (GCC lowers it so). Tiles with more accumulators than the ISA has
+// vector registers spill on every k step, so the space leaves them out: with 32 registers
+// (AVX-512) 8 x 4 vectors stays, the tile measured best at 1024-2048; with 16 (AVX2) 6 x 2 and
+// 4 x 3, the shapes OpenBLAS's Haswell kernels use.
+Knob register_tile_knob(int64_t m, int64_t n, const std::vector<int64_t>& rows,
+                        const std::vector<std::vector<int64_t>>& vector_tiles, const Isa& isa) {
+  Knob knob{"tile", {}, {}};
+  for (int64_t r : rows) {
+    if (r > m) continue;
+    for (const std::vector<int64_t>& vt : vector_tiles) {
+      int64_t vectors = vt[0], lanes = vt[1];
+      if (vectors * lanes > n) continue;
+      int64_t registers = r * vectors * std::max<int64_t>(1, lanes / isa.f32_lanes);
+      if (registers > isa.vector_registers) continue;
+      knob.values.push_back({r, vectors, lanes});
+    }
+  }
+  // A matrix narrower than one vector still gets a (scalar) tile.
+  if (knob.values.empty()) knob.values.push_back({1, 1, 1});
+  return knob;
+}
+
 ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, GemmNames g) {
   // "panel" copies the block of B that one j.outer iteration reads (K x block_j, contiguous once
   // copied) inside that iteration: the copy runs on the thread that uses it, while the panel is
@@ -49,12 +74,21 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
   std::vector<std::string> pack_options{"none", "pack_b", "panel"};
   if (g.packed.empty()) pack_options = {"none"};
   if (g.pack_required) pack_options = {"pack_b"};
-  std::vector<std::vector<int64_t>> j_tiles{{1, 8},  {1, 16}, {2, 16}, {3, 16},
-                                            {4, 16}, {8, 16}, {2, 8},  {4, 8}};
+  const Isa& isa = target_isa();
+  const int64_t lanes = isa.f32_lanes;
+  // In the ISA's lanes L: the list tuned on AVX-512 (L = 16); 16 registers add rows of 3 and
+  // vectors of two registers, the 12-accumulator shapes 6 x 2 and 4 x 3 among them.
+  std::vector<std::vector<int64_t>> j_tiles{{1, lanes / 2}, {1, lanes},    {2, lanes},
+                                            {3, lanes},     {4, lanes},    {8, lanes},
+                                            {2, lanes / 2}, {4, lanes / 2}};
+  std::vector<int64_t> rows{1, 2, 4, 6, 8, 12, 16};
+  if (isa.vector_registers < 32) {
+    j_tiles.insert(j_tiles.end(), {{1, 2 * lanes}, {2, 2 * lanes}});
+    rows.insert(rows.begin() + 2, 3);
+  }
   if (g.lanes > 0) j_tiles = {{1, g.lanes}, {2, g.lanes}, {3, g.lanes}, {4, g.lanes}, {8, g.lanes}};
   std::vector<Knob> knobs{
-      split_knob_from("tile_i", m, {{1}, {2}, {4}, {6}, {8}, {12}, {16}}),
-      split_knob_from("tile_j", n, j_tiles),
+      register_tile_knob(m, n, rows, j_tiles, isa),
       split_knob("tile_k", k, 2, SplitPolicy::kPowersOfTwo, 32),
       choice_knob("order", {"i_first", "j_first"}),
       choice_knob("pack", pack_options),
@@ -64,17 +98,17 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
       kc_knob(k),
   };
   auto instantiate = [g](const ConfigSpace& s, const Config& c) {
-    const auto& ti = s.value(c, "tile_i");
-    const auto& tj = s.value(c, "tile_j");
+    const auto& tile = s.value(c, "tile");
+    const int64_t rows = tile[0], vectors = tile[1], lanes = tile[2];
     const auto& tk = s.value(c, "tile_k");
     bool i_first = s.value0(c, "order") == 0;
     const std::string& pack_label = s.label(c, "pack");
     bool packed = pack_label == "pack_b";
     bool cached = s.label(c, "cache") == "write_cache";
-    int64_t block_j = tj[1] * tj[2];
+    int64_t block_j = vectors * lanes;
     std::vector<ProgramStrategy> steps = g.prelude;
     steps.insert(steps.end(),
-                 {split(g.i, ti[1]), split(g.j, block_j), split(g.j + ".inner", tj[2])});
+                 {split(g.i, rows), split(g.j, block_j), split(g.j + ".inner", lanes)});
     // With a kc block, k.outer walks kc-deep slices of the packed panels outermost (GotoBLAS's
     // L2 blocking) and the register-level k loops are k.inner.outer and k.inner.inner.
     int64_t kc = s.value0(c, "tile_kc");

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/isa.h"
 #include "runtime/text_file.h"
 #include "te/error.h"
 
@@ -30,8 +31,11 @@ std::string default_c_compiler() {
 }
 
 std::vector<std::string> default_compile_flags() {
-  return {"-O3",   "-march=native", "-fopenmp",  "-ffp-contract=fast", "-mprefer-vector-width=512",
-          "-fPIC", "-shared",       "-std=gnu11"};
+  std::vector<std::string> flags{"-O3", "-march=native", "-fopenmp", "-ffp-contract=fast"};
+  const Isa& isa = target_isa();
+  flags.insert(flags.end(), isa.compile_flags.begin(), isa.compile_flags.end());
+  flags.insert(flags.end(), {"-fPIC", "-shared", "-std=gnu11"});
+  return flags;
 }
 
 namespace {

@@ -19,7 +19,9 @@ std::string default_c_compiler();
 ///   -fopenmp                  honour `omp parallel for` / `omp simd`; links the same libgomp
 ///                             tessera uses, so set_num_threads() applies to kernels;
 ///   -ffp-contract=fast        fuse `c + a * b` into FMA instructions;
-///   -mprefer-vector-width=512 let the auto-vectorizer use zmm registers (gcc defaults to 256);
+///   the ISA's flags          (runtime/isa.h) on AVX-512: -mprefer-vector-width=512, so the
+///                             auto-vectorizer uses zmm registers (gcc defaults to 256); with
+///                             TESSERA_ISA=avx2 on an AVX-512 CPU: -mno-avx512f;
 ///   -fPIC -shared             build a loadable shared object;
 ///   -std=gnu11                C11 plus the GNU vector extensions the codegen emits.
 std::vector<std::string> default_compile_flags();

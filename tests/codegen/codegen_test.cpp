@@ -272,7 +272,8 @@ TEST(CodegenC, LaneInvariantSelectIsABranchBetweenVectors) {
 
 // A split's tail: the guard is tested on the first and last lane, whole vectors run where both
 // pass, and the tail runs a masked copy of the vector block: only the lanes that pass load and
-// store (AVX-512 masked moves, or lane by lane without AVX-512), exp still on whole vectors. A
+// store (AVX-512 masked moves, AVX2 ones in 8-lane halves, or lane by lane), exp still on whole
+// vectors. A
 // guard that does not hold on an interval of the lanes (`!=`) keeps the lane-by-lane loop. The
 // rows are longer than the guard lets through, so a store from a lane past it shows.
 TEST(CodegenC, GuardedVectorLoopRunsWholeVectorsAndAMaskedTail) {
@@ -293,24 +294,27 @@ TEST(CodegenC, GuardedVectorLoopRunsWholeVectorsAndAMaskedTail) {
   std::string tail = codegen_c(program(j < kN));
   for (const char* piece :
        {"guarded; whole vectors", "masked to the lanes that pass", "_mm512_maskz_loadu_ps",
-        "_mm512_mask_storeu_ps", "__builtin_convertvector(exp_n", "else"}) {
+        "_mm512_mask_storeu_ps", "#elif defined(__AVX2__)", "_mm256_maskload_ps",
+        "_mm256_maskstore_ps", "__builtin_convertvector(exp_n", "else"}) {
     EXPECT_NE(tail.find(piece), std::string::npos) << piece << " not in\n" << tail;
   }
   EXPECT_EQ(tail.find("#pragma omp simd"), std::string::npos) << tail;
   std::string not_interval = codegen_c(program(j < kN && ne(ji, 5)));
   EXPECT_EQ(not_interval.find("tsr_f32x16"), std::string::npos) << not_interval;
+  // Compiled as the machine allows, held to AVX2 (the 8-lane masked moves), and without AVX2
+  // (lane by lane).
   struct Variant {
     const std::string* code;
-    bool avx512;
+    const char* isa_flag;
     bool skip_lane_5;
   };
-  for (Variant variant : {Variant{&tail, true, false}, Variant{&tail, false, false},
-                          Variant{&not_interval, true, true}}) {
+  for (Variant variant : {Variant{&tail, "", false}, Variant{&tail, "-mno-avx512f", false},
+                          Variant{&tail, "-mno-avx2", false}, Variant{&not_interval, "", true}}) {
     SCOPED_TRACE(testing::Message()
-                 << "avx512 " << variant.avx512 << " skip " << variant.skip_lane_5);
+                 << "flag '" << variant.isa_flag << "' skip " << variant.skip_lane_5);
     CompileOptions options;
     options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
-    if (!variant.avx512) options.flags.push_back("-mno-avx512f");
+    if (*variant.isa_flag) options.flags.push_back(variant.isa_flag);
     Module mod = Module::compile(*variant.code, options);
     NDArray av = random_array(a, 4, -3, 3), bv = NDArray::empty(b->shape, kF32);
     bv.fill_random(5, 7, 8);  // what the guard skips must stay as it was

@@ -289,7 +289,7 @@ TEST(Operators, BlockedDepthwiseIsCorrectWithEveryPadding) {
 TEST(Operators, Im2colTemplateIsAMatmulOverTheGatheredMatrix) {
   Workload w = parse_workload("conv2d:N=1,C=3,H=8,W=8,O=5,K=3,S=1,P=1,IM2COL=1");
   ConfigSpace space = space_for(w);
-  EXPECT_EQ(space.knobs()[0].name, "tile_i");
+  EXPECT_EQ(space.knobs()[0].name, "tile");
   OpInstance op = instantiate(w);
   std::mt19937_64 rng(5);
   int checked = 0;
