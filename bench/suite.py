@@ -36,6 +36,25 @@ def read_list(path):
     return items
 
 
+def machine_line():
+    """The CPU and the vector ISA the kernels were compiled for, as every figure must say."""
+    model, flags = "unknown CPU", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model == "unknown CPU":
+                model = value.strip()
+            if key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    host = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "sse"
+    isa = os.environ.get("TESSERA_ISA", "") or host
+    if isa == "native":
+        isa = host
+    held = f" (TESSERA_ISA={isa} on an {host.upper()} CPU; libraries held to it too)" \
+        if isa != host else ""
+    return f"Machine: {model}, {os.cpu_count()} logical CPUs, kernels for {isa}{held}."
+
+
 def run_json(cmd, timeout):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if done.returncode not in (0, 1):
@@ -102,6 +121,7 @@ def main():
         writer.writeheader()
         writer.writerows(rows)
     with open(args.out + ".md", "w") as f:
+        f.write(machine_line() + "\n\n")
         f.write("| name | workload | threads | trials | tessera GFLOP/s | library | library GFLOP/s "
                 "| ratio | ratio range | library blocked GFLOP/s | correct |\n")
         f.write("|---|---|---|---|---|---|---|---|---|---|---|\n")

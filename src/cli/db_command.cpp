@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/validators.h"
 #include "db/jsonl.h"
 #include "db/record_db.h"
 #include "measure/measure.h"
@@ -91,7 +92,7 @@ std::shared_ptr<DbCommands> add_db_commands(CLI::App& app) {
   add_db(c->list);
   c->list->add_option("--workload,-w", c->workload, "Only this workload (op:key=value,...)");
   c->list->add_option("--limit,-n", c->limit, "At most this many (default 20; 0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   c->list->add_flag("--errors", c->errors_only, "Only failed measurements");
   c->list->add_flag("--json", c->json, "One JSON object per line (as `db export` writes)");
 
@@ -124,21 +125,21 @@ std::shared_ptr<DbCommands> add_db_commands(CLI::App& app) {
   m->add_flag("--no-db", c->no_db, "Do not record the result");
   RunParams& run = c->params.run;
   m->add_option("--repeat", run.timing.repeat, "Timed repeats (default 5)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   m->add_option("--number", run.timing.number, "Runs per repeat, at least (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   m->add_option("--min-repeat-ms", run.timing.min_repeat_ms,
                 "Grow --number until a repeat lasts this long (default 20)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   m->add_flag("--no-flush", c->no_flush, "Do not flush caches before each repeat");
-  m->add_option("--threads,-t", run.threads, "OpenMP threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+  m->add_option("--threads,-t", run.threads, "OpenMP threads (0, the default: all cores)")
+      ->check(thread_count());
   m->add_option("--cpus", run.cpus, "Pin the worker's threads to these CPUs (e.g. --cpus 0 1)");
   m->add_option("--timeout", run.timeout_s, "Run time limit in seconds (default 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   m->add_option("--build-timeout", c->params.build.timeout_s,
                 "Build time limit in seconds (default 30)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   m->add_flag("--json", c->json, "Print the record as one JSON line");
   return c;
 }

@@ -11,6 +11,7 @@
 #include "cli/db_command.h"
 #include "cli/tune_all_command.h"
 #include "cli/tune_command.h"
+#include "cli/validators.h"
 #include "ops/evaluate.h"
 #include "ops/workload.h"
 #include "runtime/isa.h"
@@ -152,10 +153,12 @@ int main(int argc, char** argv) {
       "--strategy,-s", run.strategy, "Strategy text, e.g. 'split(i, 32) ; vectorize(i.inner)'");
   run_cmd->add_option("--strategy-file", run.strategy_file, "Read the strategy text from a file")
       ->excludes(strategy_opt);
-  run_cmd->add_option("--threads,-t", run.threads,
-                      "Threads for parallel loops (default: all cores)");
+  run_cmd
+      ->add_option("--threads,-t", run.threads,
+                   "Threads for parallel loops (0, the default: all cores)")
+      ->check(thread_count());
   run_cmd->add_option("--repeat", run.repeat, "Timed repeats (median reported)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   run_cmd->add_option("--seed", run.seed, "Seed of the random inputs");
   run_cmd->add_flag("--show-code", run.show_code, "Print the generated C");
   run_cmd->add_flag("--json", run.json, "Print the result as JSON");

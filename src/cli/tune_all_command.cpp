@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/tune_command.h"
+#include "cli/validators.h"
 #include "runtime/text_file.h"
 #include "te/error.h"
 
@@ -132,7 +133,7 @@ TuneAllCommand add_tune_all_command(CLI::App& app) {
   c.app->add_option("--model", a.model, "A built-in list instead of FILE: resnet18-convs");
   a.params.tune.trials = 1024;
   c.app->add_option("--trials,-n", a.params.tune.trials, "Trials for all tasks together")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c.app->add_option("--tuner", a.params.tune.tuner, "xgb (rank loss), xgb-reg, random, grid or ga")
       ->check(CLI::IsMember({"xgb", "xgb-reg", "random", "grid", "ga"}));
   c.app
@@ -148,24 +149,26 @@ TuneAllCommand add_tune_all_command(CLI::App& app) {
       ->add_option("--transfer-n0", a.params.tune.transfer_n0,
                    "Local records at which the global model's weight has halved: w = 1 / (1 + "
                    "n / n0)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c.app
       ->add_option("--transfer-epsilon", a.params.tune.transfer_epsilon,
                    "Extra random share of each batch while the global model dominates: epsilon + "
                    "this * w (default 0.25; 0 explores no more than without transfer)")
       ->check(CLI::Range(0.0, 1.0));
   c.app->add_option("--batch", a.params.tune.batch_size, "Trials per allocation to one task")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   add_retime_options(c.app, a.params.tune);
   c.app
       ->add_option(
           "--task-early-stop", a.params.scheduler.early_stop,
           "Rest a task after this many trials without a better best, until every task rests "
           "(0: never)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   c.app->add_option("--db", a.db, "Records DB (SQLite; created on first use)");
-  c.app->add_option("--threads,-t", a.threads,
-                    "Threads of the measured kernels (default: all cores)");
+  c.app
+      ->add_option("--threads,-t", a.threads,
+                   "Threads of the measured kernels (0, the default: all cores)")
+      ->check(thread_count());
   c.app->add_option("--seed", a.params.tune.seed, "Seed of every random choice");
   c.app->add_flag("--json", a.json, "Print the result as one JSON object");
   return c;

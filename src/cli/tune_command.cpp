@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/baselines.h"
+#include "cli/validators.h"
 #include "db/record_db.h"
 #include "ops/evaluate.h"
 #include "runtime/module.h"
@@ -288,7 +289,7 @@ TuneCommands add_tune_commands(CLI::App& app) {
   c.tune->add_option("workload", t.workload, "op:key=value,..., e.g. matmul:M=512,N=512,K=512")
       ->required();
   c.tune->add_option("--trials,-n", t.params.trials, "Configurations to measure")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c.tune->add_option("--tuner", t.params.tuner, "xgb (rank loss), xgb-reg, random, grid or ga")
       ->check(CLI::IsMember({"xgb", "xgb-reg", "random", "grid", "ga"}));
   c.tune
@@ -305,18 +306,20 @@ TuneCommands add_tune_commands(CLI::App& app) {
       ->add_option("--transfer-n0", t.params.transfer_n0,
                    "Local records at which the global model's weight has halved: w = 1 / (1 + "
                    "n / n0)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c.tune
       ->add_option("--transfer-epsilon", t.params.transfer_epsilon,
                    "Extra random share of each batch while the global model dominates: epsilon + "
                    "this * w (default 0.25; 0 explores no more than without transfer)")
       ->check(CLI::Range(0.0, 1.0));
   c.tune->add_option("--batch", t.params.batch_size, "Measurements between model updates")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   add_retime_options(c.tune, t.params);
   c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)");
-  c.tune->add_option("--threads,-t", t.threads,
-                     "Threads of the measured kernels (default: all cores)");
+  c.tune
+      ->add_option("--threads,-t", t.threads,
+                   "Threads of the measured kernels (0, the default: all cores)")
+      ->check(thread_count());
   c.tune->add_option("--seed", t.params.seed, "Seed of every random choice");
   c.tune->add_flag("--json", t.json, "Print the result as one JSON object");
 
@@ -325,13 +328,14 @@ TuneCommands add_tune_commands(CLI::App& app) {
       "bench", "Measure the best recorded configuration against OpenBLAS and oneDNN");
   c.bench->add_option("workload", b.workload, "op:key=value,...")->required();
   c.bench->add_option("--db", b.db, "Records DB");
-  c.bench->add_option("--threads,-t", b.threads, "Threads (default: all cores)");
+  c.bench->add_option("--threads,-t", b.threads, "Threads (0, the default: all cores)")
+      ->check(thread_count());
   c.bench->add_option("--repeat", b.repeat, "Timed repeats (median reported)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c.bench
       ->add_option("--rounds", b.rounds,
                    "Rounds timing tessera and the libraries alternately (medians reported)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c.bench->add_flag("--json", b.json, "Print the result as JSON");
   return c;
 }

@@ -52,7 +52,12 @@ Measurer::Measurer(MeasureParams params)
       target_(detect_target(builder_.params().compile)) {}
 
 std::vector<MeasureResult> Measurer::measure(const std::vector<MeasureInput>& inputs,
-                                             const ProgressFn& progress) {
+                                             const ProgressFn& progress,
+                                             const ResultFn& on_result) {
+  auto finish = [&](size_t i, MeasureResult& r) {
+    r.timestamp_ms = now_ms();
+    if (on_result) on_result(i, r);
+  };
   std::vector<MeasureResult> results(inputs.size());
   std::vector<std::string> sources;
   std::vector<size_t> source_of;  // result index of each source
@@ -63,6 +68,11 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<MeasureInput>& in
     }
   }
   std::vector<BuildResult> built = builder_.build(sources, progress);
+  std::vector<bool> pending(inputs.size(), false);
+  for (size_t i : source_of) pending[i] = true;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!pending[i]) finish(i, results[i]);  // did not instantiate
+  }
 
   std::vector<RunInput> runs;
   std::vector<size_t> run_of;
@@ -72,6 +82,7 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<MeasureInput>& in
     if (built[s].error != ErrorKind::kOk) {
       r.error = built[s].error;
       r.message = built[s].message;
+      finish(source_of[s], r);
       continue;
     }
     runs.push_back({r.workload, built[s].library, "tsr_main"});
@@ -84,10 +95,9 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<MeasureInput>& in
     r.message = rr.message;
     r.timing = rr.timing;
     r.run_seconds = rr.seconds;
+    finish(run_of[k], r);
     if (progress) progress("run", k + 1, runs.size());
   }
-  const int64_t stamp = now_ms();
-  for (MeasureResult& r : results) r.timestamp_ms = stamp;
   return results;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,8 +52,13 @@ class Measurer {
   /// Measures a batch: builds all, then runs the built ones one after another. Results in input
   /// order; failures are results, never exceptions. progress(stage, done, total) reports
   /// "build" and "run" stages.
+  /// `on_result(i, result)` is called once per input as soon as its result is final (a failed
+  /// instantiation or build after the builds, a run right after it), so a caller can keep each
+  /// one before the rest of the batch runs.
+  using ResultFn = std::function<void(size_t index, const MeasureResult& result)>;
   std::vector<MeasureResult> measure(const std::vector<MeasureInput>& inputs,
-                                     const ProgressFn& progress = nullptr);
+                                     const ProgressFn& progress = nullptr,
+                                     const ResultFn& on_result = nullptr);
 
   /// The fingerprint of this machine and compiler that results belong to.
   const Target& target() const { return target_; }

@@ -40,12 +40,18 @@ TEST(CliTuneAll, BadInputIsOneLineAndExitCode2) {
       {"tune matmul:M=4,N=4,K=4 --transfer sometimes", "--transfer"},
       {"tune matmul:M=4,N=4,K=4 --retime-rounds 0", "--retime-rounds"},
       {"tune-all --model resnet18-convs --retime -1", "--retime: Value -1 not in range 0"},
+      {"tune matmul:M=4,N=4,K=4 --trials -3", "--trials: must be positive, not -3"},
+      {"tune matmul:M=4,N=4,K=4 --trials many", "--trials: 'many' is not a number"},
+      {"tune matmul:M=4,N=4,K=4 --threads -1", "--threads: must be 0 (all cores) or more, not -1"},
+      {"tune-all --model resnet18-convs --trials 0", "--trials: must be positive, not 0"},
+      {"bench matmul:M=4,N=4,K=4 --threads -2", "--threads: must be 0 (all cores) or more"},
   };
   for (const auto& [args, message] : cases) {
     SCOPED_TRACE(args);
     auto o = run_cli(args + " --db " + temp_path("never.db"));
     EXPECT_EQ(o.exit_code, 2) << o.out;
     EXPECT_EQ(line_count(o.out), 1) << o.out;
+    EXPECT_LT(o.out.size(), 200u) << o.out;  // no range up to the largest double
     EXPECT_NE(o.out.find(message), std::string::npos) << o.out;
   }
   EXPECT_FALSE(std::filesystem::exists(temp_path("never.db")));

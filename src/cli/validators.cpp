@@ -1,0 +1,35 @@
+#include "cli/validators.h"
+
+#include <cstdlib>
+
+namespace tessera {
+
+namespace {
+
+CLI::Validator at_least(double minimum, bool inclusive, std::string description, std::string what) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        char* end = nullptr;
+        double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0') return "'" + text + "' is not a number";
+        bool ok = inclusive ? value >= minimum : value > minimum;
+        return ok ? std::string() : "must be " + what + ", not " + text;
+      },
+      std::move(description));
+}
+
+}  // namespace
+
+CLI::Validator positive_number() {
+  return at_least(0, false, "POSITIVE", "positive");
+}
+
+CLI::Validator non_negative_number() {
+  return at_least(0, true, "NONNEGATIVE", "zero or more");
+}
+
+CLI::Validator thread_count() {
+  return at_least(0, true, "THREADS", "0 (all cores) or more");
+}
+
+}  // namespace tessera

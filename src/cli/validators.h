@@ -1,0 +1,17 @@
+/// Number checks for the command line whose messages say what is wrong in one short line
+/// (CLI11's own name a range up to the largest double, 300 digits long).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace tessera {
+
+/// An integer or real number above zero.
+CLI::Validator positive_number();
+/// An integer or real number of zero or more.
+CLI::Validator non_negative_number();
+/// A thread count: 0 (all cores, OpenMP's default) or more.
+CLI::Validator thread_count();
+
+}  // namespace tessera

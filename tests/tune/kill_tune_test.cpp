@@ -1,0 +1,70 @@
+// A tuning run killed with SIGKILL in the middle of a batch keeps every trial measured before the
+// kill: records are committed one trial at a time, not once per batch.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "db/record_db.h"
+#include "measure/process.h"
+#include "te/error.h"
+
+namespace tessera {
+namespace {
+
+size_t records_in(const std::string& path) {
+  if (!std::filesystem::exists(path)) return 0;
+  try {
+    RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadOnly);
+    return db.records().size();
+  } catch (const Error&) {
+    return 0;  // not created yet, or its schema not yet written
+  }
+}
+
+TEST(TuneKill, AKilledRunKeepsTheTrialsMeasuredBeforeTheKill) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("tessera_kill_tune_" + std::to_string(getpid())))
+          .string();
+  std::filesystem::create_directories(dir);
+  const std::string db = dir + "/t.db";
+  // One batch of 12 trials, each timed for at least 5 repeats of 20 ms: the batch runs on for
+  // more than a second after its first trial lands.
+  SpawnSpec spec;
+  spec.argv = {TESSERA_CLI_PATH,
+               "tune",
+               "matmul:M=128,N=128,K=128",
+               "--trials",
+               "12",
+               "--batch",
+               "12",
+               "--tuner",
+               "random",
+               "--threads",
+               "1",
+               "--retime",
+               "0",
+               "--db",
+               db};
+  spec.output_path = dir + "/tune.log";
+  const pid_t pid = spawn_process(spec);
+  size_t seen = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while ((seen = records_in(db)) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  kill(pid, SIGKILL);
+  std::optional<int> status = wait_process(pid, 0);
+  ASSERT_GT(seen, 0u) << "no trial was recorded within two minutes";
+  ASSERT_TRUE(status && WIFSIGNALED(*status)) << "the run ended before the kill";
+  // Committed per batch, the first record would have come with all twelve.
+  size_t kept = records_in(db);
+  EXPECT_GE(kept, seen);
+  EXPECT_LT(kept, 12u);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tessera
