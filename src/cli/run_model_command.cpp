@@ -124,9 +124,10 @@ int run_model(const RunModelArgs& args) {
     j["nodes"] = g.nodes.size();
     for (const graph::PassLog& p : log) j["passes"][p.pass] = p.changed;
     j["graph"] = graph::print_graph(g);
-    j["input"] = {{"name", g.inputs[0]},
-                  {"shape", input.shape},
-                  {"source", random_input ? fmt::format("random (seed {})", args.seed) : args.input}};
+    j["input"] = {
+        {"name", g.inputs[0]},
+        {"shape", input.shape},
+        {"source", random_input ? fmt::format("random (seed {})", args.seed) : args.input}};
     for (size_t i = 0; i < outputs.size(); ++i) {
       OutputSummary s = summarize(g.outputs[i], outputs[i]);
       j["outputs"].push_back(
@@ -151,10 +152,11 @@ int run_model(const RunModelArgs& args) {
     std::vector<std::string> passes;
     for (const graph::PassLog& p : log) passes.push_back(fmt::format("{} {}", p.pass, p.changed));
     std::cout << fmt::format("passes    {}\n", fmt::join(passes, ", "));
-    std::cout << fmt::format("kernels   {} distinct in {} steps: {} tuned (records DB), {} at the "
-                             "template's default configuration{}, {} graph te kernels\n",
-                             ex.kernels().size(), ex.steps(), recorded, defaults,
-                             args.db.empty() ? " (no --db)" : " (no records)", fixed);
+    std::cout << fmt::format(
+        "kernels   {} distinct in {} steps: {} tuned (records DB), {} at the "
+        "template's default configuration{}, {} graph te kernels\n",
+        ex.kernels().size(), ex.steps(), recorded, defaults,
+        args.db.empty() ? " (no --db)" : " (no records)", fixed);
     for (const graph::KernelInfo& k : ex.kernels())
       std::cout << fmt::format("          {:<8} x{} {}\n", k.schedule, k.uses, k.workload);
     std::cout << fmt::format("input     {} {} ({})\n", g.inputs[0], graph::shape_text(input.shape),

@@ -32,15 +32,20 @@ HostTensor to_host(const NDArray& a, const std::vector<int64_t>& shape) {
 
 namespace {
 
+// Below this many floating-point operations a kernel runs on one thread: waking the others costs
+// more than they save (a few microseconds each, far more when a core is busy elsewhere).
+constexpr double kParallelFlops = 2e6;
+
 // The template's default configuration: every knob at its first value, which the templates
 // order as their plainest choice, except that the outer loop runs in parallel where a
-// `parallel` knob offers it, since a model runs on all the cores it is given.
-Config default_config(const ConfigSpace& space) {
+// `parallel` knob offers it and the kernel is large enough.
+Config default_config(const ConfigSpace& space, double flops) {
   Config c = space.from_index(0);
+  if (flops < kParallelFlops) return c;
   for (size_t k = 0; k < space.knobs().size(); ++k) {
     const Knob& knob = space.knobs()[k];
-    bool is_parallel = knob.name == "parallel" ||
-                       (knob.name.size() > 9 && knob.name.ends_with(".parallel"));
+    bool is_parallel =
+        knob.name == "parallel" || (knob.name.size() > 9 && knob.name.ends_with(".parallel"));
     if (!is_parallel) continue;
     for (size_t v = 0; v < knob.labels.size(); ++v)
       if (knob.labels[v] == "outer") c.choice[k] = static_cast<int>(v);
@@ -51,7 +56,8 @@ Config default_config(const ConfigSpace& space) {
 HostTensor transposed_2d(const HostTensor& t) {
   HostTensor out{{t.shape[1], t.shape[0]}, std::vector<double>(t.data.size()), false};
   for (int64_t i = 0; i < t.shape[0]; ++i)
-    for (int64_t j = 0; j < t.shape[1]; ++j) out.data[j * t.shape[0] + i] = t.data[i * t.shape[1] + j];
+    for (int64_t j = 0; j < t.shape[1]; ++j)
+      out.data[j * t.shape[0] + i] = t.data[i * t.shape[1] + j];
   return out;
 }
 
@@ -125,7 +131,9 @@ class Planner {
     return slots_[value] = constant_array(c->second);
   }
 
-  size_t output_slot(const Node& n) { return slots_[n.outputs[0]] = new_array(g_.shape(n.outputs[0])); }
+  size_t output_slot(const Node& n) {
+    return slots_[n.outputs[0]] = new_array(g_.shape(n.outputs[0]));
+  }
 
   void add_step(int kernel, std::vector<size_t> args) {
     ex_.steps_.push_back({kernel, {}});
@@ -154,7 +162,7 @@ class Planner {
     }
     if (info.schedule == "plain") {
       ConfigSpace space = space_for(w);
-      ProgramStrategy s = space.instantiate(default_config(space));
+      ProgramStrategy s = space.instantiate(default_config(space, op.flops));
       RewriteResult<Program> r = s(op.program);
       if (r) {
         program = r.program();
@@ -224,9 +232,10 @@ class Planner {
     size_t x = slot(n.inputs[0]), wt = slot(n.inputs[1]);
     std::string shape_keys = fmt::format("N={},C={},H={},W={}", w.n, w.c, w.h, w.w);
     if (!depthwise && n.epilogue.size() == 1 && n.epilogue[0].kind == Epilogue::Kind::kRelu) {
-      size_t bias = has_bias ? slot(n.inputs[2])
-                             : constant_array({{w.out_channels},
-                                               std::vector<double>(w.out_channels, 0.0), false});
+      size_t bias =
+          has_bias
+              ? slot(n.inputs[2])
+              : constant_array({{w.out_channels}, std::vector<double>(w.out_channels, 0.0), false});
       return library_step(fmt::format("conv2d_bias_relu:{},O={},K={},S={},P={},D={},G={}",
                                       shape_keys, w.out_channels, w.kh, w.sh, w.pt, w.dh, w.group),
                           {x, wt, bias, output_slot(n)});
@@ -312,10 +321,10 @@ class Planner {
           "{}: kernel {}x{}, strides {}x{}, pads {},{},{},{}: tessera's pooling takes one K, one "
           "stride, equal pads smaller than K on all sides (average: counted in the mean)",
           n.where(), w.kh, w.kw, w.sh, w.sw, w.pt, w.pl, w.pb, w.pr);
-    library_step(fmt::format("{}:N={},C={},H={},W={},K={},S={},P={}",
-                             is_max ? "max_pool2d" : "avg_pool2d", w.n, w.c, w.h, w.w, w.kh, w.sh,
-                             w.pt),
-                 {slot(n.inputs[0]), output_slot(n)});
+    library_step(
+        fmt::format("{}:N={},C={},H={},W={},K={},S={},P={}", is_max ? "max_pool2d" : "avg_pool2d",
+                    w.n, w.c, w.h, w.w, w.kh, w.sh, w.pt),
+        {slot(n.inputs[0]), output_slot(n)});
   }
 
   // Rows of the last dimension: the 2-D [M, N] view the library's elementwise ops take.
@@ -397,7 +406,8 @@ class Planner {
         args.push_back(slot(v));
       }
       args.push_back(output_slot(n));
-      int64_t axis = normalize_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(out_shape.size()));
+      int64_t axis =
+          normalize_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(out_shape.size()));
       return te_step(concat_kernel(shapes, axis), std::move(args));
     }
     if (op == "Transpose") {
@@ -422,7 +432,8 @@ class Planner {
     for (int64_t i = 0; i < c; ++i) {
       s.data[i] = g_.constants.at(n.inputs[1]).data[i] /
                   std::sqrt(g_.constants.at(n.inputs[4]).data[i] + eps);
-      t.data[i] = g_.constants.at(n.inputs[2]).data[i] - g_.constants.at(n.inputs[3]).data[i] * s.data[i];
+      t.data[i] =
+          g_.constants.at(n.inputs[2]).data[i] - g_.constants.at(n.inputs[3]).data[i] * s.data[i];
     }
     std::vector<ElementwiseStep> steps{{ElementwiseStep::Kind::kMul, 1, 0, 0},
                                        {ElementwiseStep::Kind::kAdd, 2, 0, 0}};

@@ -24,8 +24,8 @@ class KernelBuildError : public Error {
 };
 
 struct ExecutorParams {
-  std::string db;   // records DB for best configurations; empty: default configurations only
-  int threads = 0;  // 0: OpenMP's default
+  std::string db;        // records DB for best configurations; empty: default configurations only
+  int threads = 0;       // 0: OpenMP's default
   int compile_jobs = 0;  // parallel C compiler processes; 0: one per core
 };
 
@@ -53,9 +53,7 @@ class Executor {
   size_t num_outputs() const { return output_slots_.size(); }
   /// Output i as a host tensor with the graph's output shape.
   HostTensor output(size_t i) const;
-  const float* output_data(size_t i) const {
-    return arrays_[output_slots_.at(i)].data_as<float>();
-  }
+  const float* output_data(size_t i) const { return arrays_[output_slots_.at(i)].data_as<float>(); }
   const std::vector<KernelInfo>& kernels() const { return kernels_; }
   int steps() const { return static_cast<int>(steps_.size()); }
 

@@ -8,7 +8,8 @@ int fold_constants(Graph& g) {
   std::vector<Node> kept;
   for (const Node& n : g.nodes) {
     bool all_constant = !n.inputs.empty();
-    for (const std::string& v : n.inputs) all_constant = all_constant && (v.empty() || g.is_constant(v));
+    for (const std::string& v : n.inputs)
+      all_constant = all_constant && (v.empty() || g.is_constant(v));
     // A graph output stays computed by a node, so that the executor writes it like any other.
     if (!all_constant || g.is_output(n.outputs[0])) {
       kept.push_back(n);

@@ -15,7 +15,9 @@ int64_t num_elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
-int64_t HostTensor::num_elements() const { return graph::num_elements(shape); }
+int64_t HostTensor::num_elements() const {
+  return graph::num_elements(shape);
+}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -54,15 +56,23 @@ std::string Node::label() const {
   std::string s = op;
   for (const Epilogue& e : epilogue) {
     switch (e.kind) {
-      case Epilogue::Kind::kAdd: s += "+Add"; break;
-      case Epilogue::Kind::kRelu: s += "+Relu"; break;
-      case Epilogue::Kind::kClip: s += fmt::format("+Clip({:g},{:g})", e.lo, e.hi); break;
+      case Epilogue::Kind::kAdd:
+        s += "+Add";
+        break;
+      case Epilogue::Kind::kRelu:
+        s += "+Relu";
+        break;
+      case Epilogue::Kind::kClip:
+        s += fmt::format("+Clip({:g},{:g})", e.lo, e.hi);
+        break;
     }
   }
   return s;
 }
 
-std::string Node::where() const { return fmt::format("node '{}' ({})", name, op); }
+std::string Node::where() const {
+  return fmt::format("node '{}' ({})", name, op);
+}
 
 const std::vector<int64_t>& Graph::shape(const std::string& value) const {
   auto it = shapes.find(value);
@@ -134,9 +144,9 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a,
 
 const std::vector<std::string>& supported_ops() {
   static const std::vector<std::string> ops{
-      "Conv",    "BatchNormalization", "Relu",    "Clip",      "Add",     "Mul",
-      "MaxPool", "AveragePool",        "GlobalAveragePool",    "Flatten", "Reshape",
-      "Gemm",    "MatMul",             "Softmax", "Concat",    "Transpose", "Identity",  "Dropout"};
+      "Conv",        "BatchNormalization", "Relu",     "Clip",    "Add",  "Mul",    "MaxPool",
+      "AveragePool", "GlobalAveragePool",  "Flatten",  "Reshape", "Gemm", "MatMul", "Softmax",
+      "Concat",      "Transpose",          "Identity", "Dropout"};
   return ops;
 }
 

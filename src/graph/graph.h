@@ -30,13 +30,13 @@ using AttrValue =
 struct Epilogue {
   enum class Kind { kAdd, kRelu, kClip };
   Kind kind = Kind::kRelu;
-  int input = -1;  // kAdd: the node input added (broadcast to the result's shape)
+  int input = -1;         // kAdd: the node input added (broadcast to the result's shape)
   double lo = 0, hi = 0;  // kClip
 };
 
 struct Node {
   std::string name;
-  std::string op;  // the ONNX operator type, e.g. "Conv"
+  std::string op;                   // the ONNX operator type, e.g. "Conv"
   std::vector<std::string> inputs;  // "" for an omitted optional input
   std::vector<std::string> outputs;
   std::map<std::string, AttrValue> attrs;
@@ -53,7 +53,7 @@ struct Node {
 };
 
 struct Graph {
-  std::vector<std::string> inputs;   // runtime inputs (initializers excluded)
+  std::vector<std::string> inputs;  // runtime inputs (initializers excluded)
   std::vector<std::string> outputs;
   std::map<std::string, std::vector<int64_t>> shapes;  // every value's static shape
   std::map<std::string, HostTensor> constants;

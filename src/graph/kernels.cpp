@@ -22,9 +22,14 @@ std::vector<std::string> axis_names(size_t rank) {
 std::vector<Expr> broadcast_at(const std::vector<Var>& at, const std::vector<int64_t>& from) {
   std::vector<Expr> idx;
   size_t offset = at.size() - from.size();
-  for (size_t d = 0; d < from.size(); ++d) idx.push_back(from[d] == 1 ? Expr(0) : Expr(at[offset + d]));
+  for (size_t d = 0; d < from.size(); ++d)
+    idx.push_back(from[d] == 1 ? Expr(0) : Expr(at[offset + d]));
   return idx;
 }
+
+// Below this many output elements a graph kernel runs on one thread: waking the others costs
+// more than they save.
+constexpr int64_t kParallelElements = 1 << 15;
 
 // The graph kernels' one schedule: threads over the first dimension with more than one
 // iteration (the batch of one is skipped by fusing it into the next), so that a kernel over
@@ -32,10 +37,12 @@ std::vector<Expr> broadcast_at(const std::vector<Var>& at, const std::vector<int
 TeKernel finish(std::string name, std::vector<Tensor> args) {
   Program program = lower(name, args);
   const Tensor& out = args.back();
+  int64_t elements = 1;
+  for (int64_t d : out->shape) elements *= d;
   std::string strategy;
-  if (out->shape.size() >= 2 && out->shape[0] == 1) {
+  if (elements >= kParallelElements && out->shape.size() >= 2 && out->shape[0] == 1) {
     strategy = "try(fuse(i0, i1) ; parallel(i0.i1.fused))";
-  } else if (!out->shape.empty()) {
+  } else if (elements >= kParallelElements) {
     strategy = "try(parallel(i0))";
   }
   if (!strategy.empty()) {
@@ -68,7 +75,9 @@ TeKernel elementwise_kernel(const std::vector<int64_t>& out_shape,
             case ElementwiseStep::Kind::kMul:
               v = v * args.at(s.input)(broadcast_at(at, inputs[s.input]));
               break;
-            case ElementwiseStep::Kind::kRelu: v = max(v, make_float(0.0, DType::kFloat32)); break;
+            case ElementwiseStep::Kind::kRelu:
+              v = max(v, make_float(0.0, DType::kFloat32));
+              break;
             case ElementwiseStep::Kind::kClip:
               // Infinite bounds (an open side of Clip) are left out rather than printed as C.
               if (std::isfinite(s.lo)) v = max(v, make_float(s.lo, DType::kFloat32));
@@ -119,7 +128,8 @@ TeKernel concat_kernel(const std::vector<std::vector<int64_t>>& inputs, int64_t 
         Expr v = read(inputs.size() - 1, offset);
         for (size_t i = inputs.size() - 1; i-- > 0;) {
           offset -= inputs[i][axis];
-          v = select(Expr(at[axis]) < static_cast<int>(offset + inputs[i][axis]), read(i, offset), v);
+          v = select(Expr(at[axis]) < static_cast<int>(offset + inputs[i][axis]), read(i, offset),
+                     v);
         }
         return v;
       },

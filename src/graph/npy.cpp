@@ -61,9 +61,12 @@ HostTensor read_npy(const std::string& path) {
     if (header_value(header, "fortran_order") != "False")
       throw_error("Fortran-order arrays are not supported");
     size_t elem = 0;
-    if (descr == "'<f4'") elem = 4;
-    else if (descr == "'<f8'") elem = 8;
-    else throw_error("element type {} is not supported (float32 is)", descr);
+    if (descr == "'<f4'")
+      elem = 4;
+    else if (descr == "'<f8'")
+      elem = 8;
+    else
+      throw_error("element type {} is not supported (float32 is)", descr);
     std::string shape_text_v = header_value(header, "shape");
     HostTensor t;
     std::string digits;

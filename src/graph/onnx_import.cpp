@@ -66,11 +66,16 @@ HostTensor read_tensor(const onnx::TensorProto& t) {
 
 AttrValue read_attribute(const Node& n, const onnx::AttributeProto& a) {
   switch (a.type()) {
-    case onnx::AttributeProto::INT: return a.i();
-    case onnx::AttributeProto::FLOAT: return static_cast<double>(a.f());
-    case onnx::AttributeProto::STRING: return a.s();
-    case onnx::AttributeProto::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-    case onnx::AttributeProto::FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
+    case onnx::AttributeProto::INT:
+      return a.i();
+    case onnx::AttributeProto::FLOAT:
+      return static_cast<double>(a.f());
+    case onnx::AttributeProto::STRING:
+      return a.s();
+    case onnx::AttributeProto::INTS:
+      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto::FLOATS:
+      return std::vector<double>(a.floats().begin(), a.floats().end());
     default:
       throw_error("{}: attribute {} has type {} (not supported)", n.where(), a.name(),
                   onnx::AttributeProto::AttributeType_Name(a.type()));
@@ -119,9 +124,10 @@ Graph import_onnx_bytes(const std::string& bytes) {
     std::vector<int64_t> shape;
     for (const auto& d : tt.shape().dim()) {
       if (!d.has_dim_value() || d.dim_value() <= 0)
-        throw_error("input '{}' (read by {}) has a dynamic dimension '{}' (static shapes are "
-                    "needed)",
-                    vi.name(), where, d.has_dim_param() ? d.dim_param() : "?");
+        throw_error(
+            "input '{}' (read by {}) has a dynamic dimension '{}' (static shapes are "
+            "needed)",
+            vi.name(), where, d.has_dim_param() ? d.dim_param() : "?");
       shape.push_back(d.dim_value());
     }
     g.inputs.push_back(vi.name());

@@ -156,9 +156,12 @@ HostTensor softmax(const Node& n, const Graph& g, const HostTensor& x) {
   // alone. Both are rows of `inner` elements with a stride.
   int64_t outer = 1, len = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis) outer *= x.shape[d];
-    else if (d == axis || g.opset < 13) len *= x.shape[d];
-    else inner *= x.shape[d];
+    if (d < axis)
+      outer *= x.shape[d];
+    else if (d == axis || g.opset < 13)
+      len *= x.shape[d];
+    else
+      inner *= x.shape[d];
   }
   HostTensor out = x;
   for (int64_t o = 0; o < outer; ++o)
@@ -217,9 +220,9 @@ HostTensor base_op(const Node& n, const Graph& g, const std::vector<const HostTe
     int64_t c = x.shape[1], inner = x.num_elements() / (x.shape[0] * c);
     for (int64_t i = 0; i < x.num_elements(); ++i) {
       int64_t ch = i / inner % c;
-      out.data[i] = (x.data[i] - arg(3).data[ch]) / std::sqrt(arg(4).data[ch] + eps) *
-                        arg(1).data[ch] +
-                    arg(2).data[ch];
+      out.data[i] =
+          (x.data[i] - arg(3).data[ch]) / std::sqrt(arg(4).data[ch] + eps) * arg(1).data[ch] +
+          arg(2).data[ch];
     }
     return out;
   }

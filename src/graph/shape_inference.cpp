@@ -84,8 +84,7 @@ GemmAttrs read_gemm(const Node& n, const std::vector<int64_t>& a, const std::vec
   g.k = g.trans_a ? a[0] : a[1];
   int64_t kb = g.trans_b ? b[1] : b[0];
   g.n = g.trans_b ? b[0] : b[1];
-  if (kb != g.k)
-    throw_error("{}: inner dimensions {} and {} differ", n.where(), g.k, kb);
+  if (kb != g.k) throw_error("{}: inner dimensions {} and {} differ", n.where(), g.k, kb);
   return g;
 }
 
@@ -216,8 +215,7 @@ std::vector<int64_t> infer_node(const Node& n, const Graph& g) {
   if (op == "MatMul") {
     const auto& a = in(0);
     const auto& b = in(1);
-    if (a.size() < 2 || b.size() < 2)
-      throw_error("{}: 1-D operands are not supported", n.where());
+    if (a.size() < 2 || b.size() < 2) throw_error("{}: 1-D operands are not supported", n.where());
     if (a.back() != b[b.size() - 2])
       throw_error("{}: inner dimensions {} and {} differ", n.where(), shape_text(a), shape_text(b));
     std::vector<int64_t> out = a;
