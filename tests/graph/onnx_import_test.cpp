@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 #include "te/error.h"
@@ -144,6 +146,32 @@ TEST(GraphRunModelCli, RunsAModelAndChecksItAgainstTheReference) {
   EXPECT_NE(r.out.find("output    y [1, 3]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("template's default configuration (no --db)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("check     max relative error"), std::string::npos) << r.out;
+}
+
+// A recorded configuration of one of the model's workloads is used for that kernel, as `tessera
+// bench` uses it; the others stay at their default configuration.
+TEST(GraphRunModelCli, UsesTheBestRecordedConfigurationFromTheDb) {
+  std::string db = ::testing::TempDir() + "/run_model_records.db";
+  std::remove(db.c_str());
+  testing::CliOutcome m =
+      testing::run_cli("measure dense:B=1,I=64,O=3 -s 'parallel(@outermost)' --db " + db);
+  ASSERT_EQ(m.exit_code, 0) << m.out;
+  std::string path = write_model(small_model(), "run_model_db.onnx");
+  testing::CliOutcome r =
+      testing::run_cli("run-model " + path + " --db " + db + " --threads 1 --repeat 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  int from_db = 0, defaults = 0;
+  for (const auto& k : j["kernels"]) {
+    if (k["schedule"] == "db") {
+      ++from_db;
+      EXPECT_EQ(k["workload"], "dense:B=1,I=64,O=3");
+      EXPECT_EQ(k["strategy"], "parallel(@outermost)");
+    }
+    defaults += k["schedule"] == "default";
+  }
+  EXPECT_EQ(from_db, 1) << r.out;
+  EXPECT_EQ(defaults, 1) << r.out;  // the conv
 }
 
 TEST(GraphRunModelCli, BadInputExitsTwoWithOneLine) {
