@@ -7,7 +7,23 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev sqlite3 libxgboost-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler python3-venv
 )
+
+# The onnxruntime comparison test (tests/graph/compare_onnxruntime.py) runs in a virtualenv of
+# its own, .venv at the repository root, with onnx, onnxruntime and numpy from PyPI.
+setup_venv() {
+  local root venv
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  venv="$root/.venv"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
+    return
+  fi
+  echo "setup: creating $venv with onnx, onnxruntime, numpy"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q onnx onnxruntime numpy
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -15,6 +31,7 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"
+  setup_venv
   exit 0
 fi
 
@@ -24,3 +41,4 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${as_root[@]}" apt-get update -qq
 "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+setup_venv

@@ -9,6 +9,7 @@
 
 #include "bench/openblas_env.h"
 #include "cli/db_command.h"
+#include "cli/run_model_command.h"
 #include "cli/tune_all_command.h"
 #include "cli/tune_command.h"
 #include "cli/validators.h"
@@ -168,13 +169,16 @@ int main(int argc, char** argv) {
   auto db_commands = add_db_commands(app);
   TuneCommands tune_commands = add_tune_commands(app);
   TuneAllCommand tune_all_cmd = add_tune_all_command(app);
+  RunModelCommand run_model_cmd = add_run_model_command(app);
 
   if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "run" &&
       std::string(argv[1]) != "ops" && std::string(argv[1]) != "db" &&
       std::string(argv[1]) != "measure" && std::string(argv[1]) != "tune" &&
-      std::string(argv[1]) != "tune-all" && std::string(argv[1]) != "bench") {
+      std::string(argv[1]) != "tune-all" && std::string(argv[1]) != "bench" &&
+      std::string(argv[1]) != "run-model") {
     std::cerr << "tessera: error: unknown command '" << argv[1]
-              << "' (commands: run, ops, tune, tune-all, bench, db, measure; see --help)\n";
+              << "' (commands: run, run-model, ops, tune, tune-all, bench, db, measure; see "
+                 "--help)\n";
     return 2;
   }
   // The library baselines of `tessera bench` run at their best (and only there).
@@ -192,6 +196,7 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) return run_command(run);
   if (std::optional<int> code = run_tune_commands(tune_commands)) return *code;
   if (std::optional<int> code = run_tune_all_command(tune_all_cmd)) return *code;
+  if (std::optional<int> code = run_run_model_command(run_model_cmd)) return *code;
   if (std::optional<int> code = run_db_commands(*db_commands)) return *code;
   return ops_command();
 }

@@ -1,0 +1,209 @@
+#include "cli/run_model_command.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "graph/executor.h"
+#include "graph/npy.h"
+#include "graph/onnx_import.h"
+#include "graph/passes.h"
+#include "graph/reference.h"
+#include "runtime/timer.h"
+#include "te/error.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr int kExitWrong = 1;
+constexpr int kExitBadInput = 2;
+
+struct OutputSummary {
+  std::string name;
+  std::vector<int64_t> shape;
+  double checksum = 0;  // sum of the elements
+  std::vector<double> first;
+};
+
+OutputSummary summarize(const std::string& name, const graph::HostTensor& t) {
+  OutputSummary s{name, t.shape, 0, {}};
+  for (double v : t.data) s.checksum += v;
+  s.first.assign(t.data.begin(), t.data.begin() + std::min<size_t>(t.data.size(), 8));
+  return s;
+}
+
+// max |a - b| over max |b|: relative to the output's scale, since elementwise relative errors
+// of outputs near zero measure only rounding.
+double max_relative_error(const graph::HostTensor& a, const graph::HostTensor& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    diff = std::max(diff, std::abs(a.data[i] - b.data[i]));
+    scale = std::max(scale, std::abs(b.data[i]));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+int run_model(const RunModelArgs& args) {
+  graph::Graph g;
+  std::vector<graph::PassLog> log;
+  graph::HostTensor input;
+  bool random_input = args.input.empty();
+  size_t nodes_before = 0;
+  try {
+    if (args.threads < 0) throw_error("--threads must be positive");
+    g = graph::import_onnx(args.model);
+    nodes_before = g.nodes.size();
+    log = graph::run_default_passes(g);
+    if (g.inputs.size() != 1)
+      throw_error("{}: the model has {} inputs (run-model feeds one)", args.model, g.inputs.size());
+    const std::vector<int64_t>& shape = g.shape(g.inputs[0]);
+    if (random_input) {
+      NDArray a = NDArray::empty(shape, DType::kFloat32);
+      a.fill_random(args.seed);
+      input = graph::to_host(a, shape);
+    } else {
+      input = graph::read_npy(args.input);
+      if (input.shape != shape)
+        throw_error("{}: shape {}, the model's input '{}' is {}", args.input,
+                    graph::shape_text(input.shape), g.inputs[0], graph::shape_text(shape));
+    }
+  } catch (const Error& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+
+  graph::ExecutorParams params;
+  params.db = args.db;
+  params.threads = args.threads;
+  graph::Executor ex;
+  try {
+    ex = graph::Executor::compile(g, params);
+  } catch (const graph::KernelBuildError& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return kExitWrong;
+  } catch (const Error& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  ex.input(0).from_doubles(input.data);
+  ex.run();
+  std::vector<graph::HostTensor> outputs;
+  for (size_t i = 0; i < ex.num_outputs(); ++i) outputs.push_back(ex.output(i));
+  Timing timing = time_function([&] { ex.run(); }, args.repeat, 20);
+
+  double check_error = -1;
+  if (args.check) {
+    std::vector<graph::HostTensor> expected = graph::run_reference(g, {{g.inputs[0], input}});
+    check_error = 0;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      check_error = std::max(check_error, max_relative_error(outputs[i], expected[i]));
+  }
+  if (!args.output.empty()) {
+    try {
+      graph::write_npy(args.output, outputs.at(0));
+    } catch (const Error& e) {
+      std::cerr << "tessera: error: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+  }
+
+  int defaults = 0, recorded = 0, fixed = 0;
+  for (const graph::KernelInfo& k : ex.kernels()) {
+    defaults += k.schedule == "default" || k.schedule == "plain";
+    recorded += k.schedule == "db";
+    fixed += k.schedule == "fixed";
+  }
+  if (args.json) {
+    nlohmann::json j;
+    j["model"] = args.model;
+    j["nodes_imported"] = nodes_before;
+    j["nodes"] = g.nodes.size();
+    for (const graph::PassLog& p : log) j["passes"][p.pass] = p.changed;
+    j["graph"] = graph::print_graph(g);
+    j["input"] = {
+        {"name", g.inputs[0]},
+        {"shape", input.shape},
+        {"source", random_input ? fmt::format("random (seed {})", args.seed) : args.input}};
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      OutputSummary s = summarize(g.outputs[i], outputs[i]);
+      j["outputs"].push_back(
+          {{"name", s.name}, {"shape", s.shape}, {"checksum", s.checksum}, {"first", s.first}});
+    }
+    for (const graph::KernelInfo& k : ex.kernels())
+      j["kernels"].push_back({{"workload", k.workload},
+                              {"schedule", k.schedule},
+                              {"strategy", k.strategy},
+                              {"uses", k.uses}});
+    j["steps"] = ex.steps();
+    j["threads"] = num_threads();
+    j["ms_median"] = timing.median * 1e3;
+    std::vector<double> ms = timing.seconds_per_run;
+    for (double& v : ms) v *= 1e3;
+    j["ms_per_repeat"] = ms;
+    if (args.check) j["max_rel_error_vs_reference"] = check_error;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("model     {} ({} nodes imported, {} after the passes)\n", args.model,
+                             nodes_before, g.nodes.size());
+    std::vector<std::string> passes;
+    for (const graph::PassLog& p : log) passes.push_back(fmt::format("{} {}", p.pass, p.changed));
+    std::cout << fmt::format("passes    {}\n", fmt::join(passes, ", "));
+    std::cout << fmt::format(
+        "kernels   {} distinct in {} steps: {} tuned (records DB), {} at the "
+        "template's default configuration{}, {} graph te kernels\n",
+        ex.kernels().size(), ex.steps(), recorded, defaults,
+        args.db.empty() ? " (no --db)" : " (no records)", fixed);
+    for (const graph::KernelInfo& k : ex.kernels())
+      std::cout << fmt::format("          {:<8} x{} {}\n", k.schedule, k.uses, k.workload);
+    std::cout << fmt::format("input     {} {} ({})\n", g.inputs[0], graph::shape_text(input.shape),
+                             random_input ? fmt::format("random, seed {}", args.seed) : args.input);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      OutputSummary s = summarize(g.outputs[i], outputs[i]);
+      std::vector<std::string> first;
+      for (double v : s.first) first.push_back(fmt::format("{:.6g}", v));
+      std::cout << fmt::format("output    {} {} checksum {:.6g}, first [{}]\n", s.name,
+                               graph::shape_text(s.shape), s.checksum, fmt::join(first, ", "));
+    }
+    if (args.check)
+      std::cout << fmt::format("check     max relative error {:.3g} vs the reference path\n",
+                               check_error);
+    std::cout << fmt::format("time      {:.4f} ms (median of {}, {} thread{})\n",
+                             timing.median * 1e3, timing.seconds_per_run.size(), num_threads(),
+                             num_threads() == 1 ? "" : "s");
+  }
+  return args.check && !(check_error <= 1e-3) ? kExitWrong : 0;
+}
+
+}  // namespace
+
+RunModelCommand add_run_model_command(CLI::App& app) {
+  RunModelCommand c;
+  RunModelArgs& a = *c.args;
+  c.app = app.add_subcommand("run-model",
+                             "Import an ONNX model, fuse it, compile its kernels and run it");
+  c.app->add_option("model", a.model, "model.onnx")->required();
+  c.app->add_option("--input", a.input, "Input tensor as .npy (float32); default: random");
+  c.app->add_option("--output", a.output, "Write the first output as .npy (float32)");
+  c.app->add_option("--db", a.db,
+                    "Records DB: each kernel runs its best recorded configuration (default: the "
+                    "templates' default configurations)");
+  c.app->add_option("--threads,-t", a.threads, "Threads (default: all cores)");
+  c.app->add_option("--repeat", a.repeat, "Timed repeats (median reported)")
+      ->check(CLI::PositiveNumber);
+  c.app->add_option("--seed", a.seed, "Seed of the random input");
+  c.app->add_flag("--check", a.check,
+                  "Compare with the naive reference path (exit 1 above 1e-3 relative error)");
+  c.app->add_flag("--json", a.json, "Print the result as JSON");
+  return c;
+}
+
+std::optional<int> run_run_model_command(const RunModelCommand& c) {
+  if (!c.app->parsed()) return std::nullopt;
+  return run_model(*c.args);
+}
+
+}  // namespace tessera

@@ -1,0 +1,473 @@
+// Planning maps each node to kernel steps over value slots; compiling turns every distinct
+// kernel into one loaded module; running calls the steps in order.
+#include "graph/executor.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <optional>
+#include <thread>
+
+#include "codegen/codegen_c.h"
+#include "db/record_db.h"
+#include "graph/kernels.h"
+#include "graph/op_attrs.h"
+#include "measure/target.h"
+#include "ops/templates.h"
+#include "ops/workload.h"
+#include "schedule/strategy_parser.h"
+#include "te/error.h"
+
+namespace tessera::graph {
+
+NDArray to_ndarray(const HostTensor& t) {
+  NDArray a = NDArray::empty(t.shape, DType::kFloat32);
+  a.from_doubles(t.data);
+  return a;
+}
+
+HostTensor to_host(const NDArray& a, const std::vector<int64_t>& shape) {
+  return {shape, a.to_doubles(), false};
+}
+
+namespace {
+
+// Below this many floating-point operations a kernel runs on one thread: waking the others costs
+// more than they save (a few microseconds each, far more when a core is busy elsewhere).
+constexpr double kParallelFlops = 2e6;
+
+// The template's default configuration: every knob at its first value, which the templates
+// order as their plainest choice, except that the outer loop runs in parallel where a
+// `parallel` knob offers it and the kernel is large enough.
+Config default_config(const ConfigSpace& space, double flops) {
+  Config c = space.from_index(0);
+  if (flops < kParallelFlops) return c;
+  for (size_t k = 0; k < space.knobs().size(); ++k) {
+    const Knob& knob = space.knobs()[k];
+    bool is_parallel =
+        knob.name == "parallel" || (knob.name.size() > 9 && knob.name.ends_with(".parallel"));
+    if (!is_parallel) continue;
+    for (size_t v = 0; v < knob.labels.size(); ++v)
+      if (knob.labels[v] == "outer") c.choice[k] = static_cast<int>(v);
+  }
+  return c;
+}
+
+HostTensor transposed_2d(const HostTensor& t) {
+  HostTensor out{{t.shape[1], t.shape[0]}, std::vector<double>(t.data.size()), false};
+  for (int64_t i = 0; i < t.shape[0]; ++i)
+    for (int64_t j = 0; j < t.shape[1]; ++j)
+      out.data[j * t.shape[0] + i] = t.data[i * t.shape[1] + j];
+  return out;
+}
+
+}  // namespace
+
+class Planner {
+ public:
+  Planner(const Graph& g, const ExecutorParams& p, Executor& ex) : g_(g), params_(p), ex_(ex) {
+    if (!p.db.empty()) {
+      db_.emplace(RecordDb::open(p.db, RecordDb::Mode::kReadOnly));
+      target_key_ = detect_target().key();
+    }
+  }
+
+  void plan() {
+    for (const std::string& v : g_.inputs) {
+      ex_.input_slots_.push_back(new_array(g_.shape(v)));
+      slots_[v] = ex_.input_slots_.back();
+    }
+    for (const Node& n : g_.nodes) plan_node(n);
+    for (const std::string& v : g_.outputs) {
+      ex_.output_slots_.push_back(slot(v));
+      ex_.output_shapes_.push_back(g_.shape(v));
+    }
+  }
+
+  void compile() {
+    ex_.modules_.resize(codes_.size());
+    std::atomic<size_t> next{0};
+    std::vector<std::string> errors(codes_.size());
+    auto worker = [&] {
+      for (size_t i = next++; i < codes_.size(); i = next++) {
+        try {
+          ex_.modules_[i] = std::make_shared<Module>(Module::compile(codes_[i]));
+        } catch (const Error& e) {
+          errors[i] = e.what();
+        }
+      }
+    };
+    unsigned jobs = params_.compile_jobs > 0 ? params_.compile_jobs
+                                             : std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::thread> pool;
+    for (unsigned j = 0; j < jobs && j < codes_.size(); ++j) pool.emplace_back(worker);
+    for (std::thread& t : pool) t.join();
+    for (size_t i = 0; i < errors.size(); ++i)
+      if (!errors[i].empty())
+        throw KernelBuildError(
+            fmt::format("kernel {} does not compile: {}", ex_.kernels_[i].workload, errors[i]));
+    // Arrays are all allocated now, so their data pointers are final.
+    for (size_t s = 0; s < step_slots_.size(); ++s)
+      for (size_t slot : step_slots_[s]) ex_.steps_[s].args.push_back(ex_.arrays_[slot].data());
+  }
+
+ private:
+  size_t new_array(const std::vector<int64_t>& shape) {
+    ex_.arrays_.push_back(NDArray::empty(shape, DType::kFloat32));
+    return ex_.arrays_.size() - 1;
+  }
+
+  size_t constant_array(const HostTensor& t) {
+    ex_.arrays_.push_back(to_ndarray(t));
+    return ex_.arrays_.size() - 1;
+  }
+
+  // The slot holding a value: a runtime input, a node output, or a constant uploaded once.
+  size_t slot(const std::string& value) {
+    auto it = slots_.find(value);
+    if (it != slots_.end()) return it->second;
+    auto c = g_.constants.find(value);
+    if (c == g_.constants.end()) throw_internal("value '{}' has no slot", value);
+    return slots_[value] = constant_array(c->second);
+  }
+
+  size_t output_slot(const Node& n) {
+    return slots_[n.outputs[0]] = new_array(g_.shape(n.outputs[0]));
+  }
+
+  void add_step(int kernel, std::vector<size_t> args) {
+    ex_.steps_.push_back({kernel, {}});
+    step_slots_.push_back(std::move(args));
+    ++ex_.kernels_[kernel].uses;
+  }
+
+  // A library operator under the best recorded configuration, else the template's default.
+  void library_step(const std::string& text, std::vector<size_t> args) {
+    std::string key = canonical_workload(text);
+    auto it = kernel_index_.find(key);
+    if (it != kernel_index_.end()) return add_step(it->second, std::move(args));
+    Workload w = parse_workload(key);
+    OpInstance op = instantiate(w);
+    KernelInfo info{key, "plain", "", 0};
+    Program program = op.program;
+    if (db_) {
+      if (std::optional<Record> best = db_->best(key, target_key_)) {
+        RewriteResult<Program> r = parse_strategy(best->result.strategy)(op.program);
+        if (r) {
+          program = r.program();
+          info.schedule = "db";
+          info.strategy = best->result.strategy;
+        }
+      }
+    }
+    if (info.schedule == "plain") {
+      ConfigSpace space = space_for(w);
+      ProgramStrategy s = space.instantiate(default_config(space, op.flops));
+      RewriteResult<Program> r = s(op.program);
+      if (r) {
+        program = r.program();
+        info.schedule = "default";
+        info.strategy = s.text();
+      }
+    }
+    add_kernel(key, std::move(info), codegen_c(program), std::move(args));
+  }
+
+  void te_step(const TeKernel& k, std::vector<size_t> args) {
+    std::string code = codegen_c(k.program);
+    auto it = kernel_index_.find(code);
+    if (it != kernel_index_.end()) return add_step(it->second, std::move(args));
+    std::vector<std::string> shapes;
+    for (const Tensor& t : k.args) shapes.push_back(shape_text(t->shape));
+    KernelInfo info{fmt::format("graph:{}({})", k.name, fmt::join(shapes, ", ")), "fixed", "", 0};
+    add_kernel(code, std::move(info), std::move(code), std::move(args));
+  }
+
+  void add_kernel(const std::string& key, KernelInfo info, std::string code,
+                  std::vector<size_t> args) {
+    ex_.kernels_.push_back(std::move(info));
+    codes_.push_back(std::move(code));
+    int index = static_cast<int>(codes_.size()) - 1;
+    kernel_index_[key] = index;
+    add_step(index, std::move(args));
+  }
+
+  // `src` (the producer's raw result, shape `shape`) through `extra` operands then the node's
+  // epilogue into the node's output.
+  void epilogue_step(const Node& n, size_t src, const std::vector<int64_t>& shape,
+                     std::vector<std::pair<size_t, std::vector<int64_t>>> extra) {
+    std::vector<std::vector<int64_t>> in_shapes{shape};
+    std::vector<size_t> args{src};
+    std::vector<ElementwiseStep> steps;
+    for (auto& [s, sh] : extra) {
+      steps.push_back({ElementwiseStep::Kind::kAdd, static_cast<int>(args.size()), 0, 0});
+      args.push_back(s);
+      in_shapes.push_back(sh);
+    }
+    for (const Epilogue& e : n.epilogue) {
+      if (e.kind == Epilogue::Kind::kAdd) {
+        steps.push_back({ElementwiseStep::Kind::kAdd, static_cast<int>(args.size()), 0, 0});
+        args.push_back(slot(n.inputs[e.input]));
+        in_shapes.push_back(g_.shape(n.inputs[e.input]));
+      } else if (e.kind == Epilogue::Kind::kRelu) {
+        steps.push_back({ElementwiseStep::Kind::kRelu, -1, 0, 0});
+      } else {
+        steps.push_back({ElementwiseStep::Kind::kClip, -1, e.lo, e.hi});
+      }
+    }
+    args.push_back(output_slot(n));
+    te_step(elementwise_kernel(shape, in_shapes, steps), std::move(args));
+  }
+
+  void plan_conv(const Node& n) {
+    Window2d w = read_window(n, g_.shape(n.inputs[0]), &g_.shape(n.inputs[1]));
+    if (!w.is_square_symmetric())
+      throw_error(
+          "{}: kernel {}x{}, strides {}x{}, dilations {}x{}, pads {},{},{},{}: tessera's conv2d "
+          "takes one K, one stride, one dilation and equal pads on all sides",
+          n.where(), w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.pt, w.pl, w.pb, w.pr);
+    bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+    bool depthwise = w.group > 1 && w.group == w.c && w.out_channels == w.c && w.dh == 1;
+    std::vector<int64_t> out_shape = g_.shape(n.outputs[0]);
+    size_t x = slot(n.inputs[0]), wt = slot(n.inputs[1]);
+    std::string shape_keys = fmt::format("N={},C={},H={},W={}", w.n, w.c, w.h, w.w);
+    if (!depthwise && n.epilogue.size() == 1 && n.epilogue[0].kind == Epilogue::Kind::kRelu) {
+      size_t bias =
+          has_bias
+              ? slot(n.inputs[2])
+              : constant_array({{w.out_channels}, std::vector<double>(w.out_channels, 0.0), false});
+      return library_step(fmt::format("conv2d_bias_relu:{},O={},K={},S={},P={},D={},G={}",
+                                      shape_keys, w.out_channels, w.kh, w.sh, w.pt, w.dh, w.group),
+                          {x, wt, bias, output_slot(n)});
+    }
+    std::string text =
+        depthwise ? fmt::format("depthwise_conv2d:{},K={},S={},P={}", shape_keys, w.kh, w.sh, w.pt)
+                  : fmt::format("conv2d:{},O={},K={},S={},P={},D={},G={}", shape_keys,
+                                w.out_channels, w.kh, w.sh, w.pt, w.dh, w.group);
+    if (!has_bias && n.epilogue.empty()) return library_step(text, {x, wt, output_slot(n)});
+    size_t raw = new_array(out_shape);
+    library_step(text, {x, wt, raw});
+    std::vector<std::pair<size_t, std::vector<int64_t>>> extra;
+    if (has_bias) extra.push_back({slot(n.inputs[2]), {1, w.out_channels, 1, 1}});
+    epilogue_step(n, raw, out_shape, std::move(extra));
+  }
+
+  size_t transposed(const std::string& value) {
+    if (g_.is_constant(value)) return constant_array(transposed_2d(g_.constants.at(value)));
+    std::vector<int64_t> s = g_.shape(value);
+    size_t out = new_array({s[1], s[0]});
+    te_step(transpose_kernel(s, {1, 0}), {slot(value), out});
+    return out;
+  }
+
+  void plan_gemm(const Node& n) {
+    GemmAttrs a = read_gemm(n, g_.shape(n.inputs[0]), g_.shape(n.inputs[1]));
+    size_t lhs = a.trans_a ? transposed(n.inputs[0]) : slot(n.inputs[0]);
+    bool has_c = n.inputs.size() > 2 && !n.inputs[2].empty();
+    bool needs_epilogue = has_c || !n.epilogue.empty();
+    std::vector<int64_t> out_shape{a.m, a.n};
+    size_t raw = needs_epilogue ? new_array(out_shape) : output_slot(n);
+    if (g_.is_constant(n.inputs[1])) {
+      // dense keeps weights [out][in], as Gemm with transB=1 stores them; alpha folds into them.
+      HostTensor b = g_.constants.at(n.inputs[1]);
+      HostTensor wt = a.trans_b ? b : transposed_2d(b);
+      for (double& v : wt.data) v *= a.alpha;
+      library_step(fmt::format("dense:B={},I={},O={}", a.m, a.k, a.n),
+                   {lhs, constant_array(wt), raw});
+    } else {
+      if (a.alpha != 1.0)
+        throw_error("{}: alpha={} with non-constant B is not supported", n.where(), a.alpha);
+      size_t rhs = a.trans_b ? transposed(n.inputs[1]) : slot(n.inputs[1]);
+      library_step(fmt::format("matmul:M={},N={},K={}", a.m, a.n, a.k), {lhs, rhs, raw});
+    }
+    if (!needs_epilogue) return;
+    std::vector<std::pair<size_t, std::vector<int64_t>>> extra;
+    if (has_c) {
+      const std::string& c = n.inputs[2];
+      if (g_.is_constant(c)) {
+        HostTensor scaled = g_.constants.at(c);
+        for (double& v : scaled.data) v *= a.beta;
+        extra.push_back({constant_array(scaled), scaled.shape});
+      } else {
+        if (a.beta != 1.0)
+          throw_error("{}: beta={} with non-constant C is not supported", n.where(), a.beta);
+        extra.push_back({slot(c), g_.shape(c)});
+      }
+    }
+    epilogue_step(n, raw, out_shape, std::move(extra));
+  }
+
+  void plan_matmul(const Node& n) {
+    const std::vector<int64_t>& as = g_.shape(n.inputs[0]);
+    const std::vector<int64_t>& bs = g_.shape(n.inputs[1]);
+    std::vector<int64_t> out_shape = g_.shape(n.outputs[0]);
+    int64_t m = as[as.size() - 2], k = as.back(), nn = bs.back();
+    int64_t batch = num_elements(as) / (m * k);
+    size_t raw = n.epilogue.empty() ? output_slot(n) : new_array(out_shape);
+    std::vector<size_t> args{slot(n.inputs[0]), slot(n.inputs[1]), raw};
+    if (bs.size() == 2)
+      library_step(fmt::format("matmul:M={},N={},K={}", batch * m, nn, k), args);
+    else
+      library_step(fmt::format("batch_matmul:B={},M={},N={},K={}", batch, m, nn, k), args);
+    if (!n.epilogue.empty()) epilogue_step(n, raw, out_shape, {});
+  }
+
+  void plan_pool(const Node& n) {
+    Window2d w = read_window(n, g_.shape(n.inputs[0]), nullptr);
+    bool is_max = n.op == "MaxPool";
+    if (!w.is_square_symmetric() || w.dh != 1 || w.pt >= w.kh ||
+        (!is_max && w.pt > 0 && !w.count_include_pad))
+      throw_error(
+          "{}: kernel {}x{}, strides {}x{}, pads {},{},{},{}: tessera's pooling takes one K, one "
+          "stride, equal pads smaller than K on all sides (average: counted in the mean)",
+          n.where(), w.kh, w.kw, w.sh, w.sw, w.pt, w.pl, w.pb, w.pr);
+    library_step(
+        fmt::format("{}:N={},C={},H={},W={},K={},S={},P={}", is_max ? "max_pool2d" : "avg_pool2d",
+                    w.n, w.c, w.h, w.w, w.kh, w.sh, w.pt),
+        {slot(n.inputs[0]), output_slot(n)});
+  }
+
+  // Rows of the last dimension: the 2-D [M, N] view the library's elementwise ops take.
+  static std::pair<int64_t, int64_t> rows(const std::vector<int64_t>& shape) {
+    int64_t last = shape.empty() ? 1 : shape.back();
+    return {num_elements(shape) / last, last};
+  }
+
+  void plan_elementwise(const Node& n, std::vector<ElementwiseStep> steps,
+                        std::vector<std::string> operands) {
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<size_t> args;
+    for (const std::string& v : operands) {
+      shapes.push_back(g_.shape(v));
+      args.push_back(slot(v));
+    }
+    args.push_back(output_slot(n));
+    te_step(elementwise_kernel(g_.shape(n.outputs[0]), shapes, steps), std::move(args));
+  }
+
+  void plan_node(const Node& n) {
+    const std::string& op = n.op;
+    const std::vector<int64_t>& out_shape = g_.shape(n.outputs[0]);
+    if (op == "Conv") return plan_conv(n);
+    if (op == "Gemm") return plan_gemm(n);
+    if (op == "MatMul") return plan_matmul(n);
+    if (op == "MaxPool" || op == "AveragePool") return plan_pool(n);
+    if (op == "Reshape" || op == "Flatten" || op == "Identity" || op == "Dropout") {
+      slots_[n.outputs[0]] = slot(n.inputs[0]);  // a view: same data, another shape
+      return;
+    }
+    if (op == "GlobalAveragePool")
+      return te_step(global_avg_pool_kernel(g_.shape(n.inputs[0])),
+                     {slot(n.inputs[0]), output_slot(n)});
+    if (op == "Relu") {
+      auto [m, nn] = rows(out_shape);
+      return library_step(fmt::format("relu:M={},N={}", m, nn),
+                          {slot(n.inputs[0]), output_slot(n)});
+    }
+    if (op == "Add") {
+      const auto& a = g_.shape(n.inputs[0]);
+      const auto& b = g_.shape(n.inputs[1]);
+      auto [m, nn] = rows(out_shape);
+      if (a == b)
+        return library_step(fmt::format("add:M={},N={}", m, nn),
+                            {slot(n.inputs[0]), slot(n.inputs[1]), output_slot(n)});
+      for (int side = 0; side < 2; ++side) {
+        const auto& big = side == 0 ? a : b;
+        const auto& small = side == 0 ? b : a;
+        if (big == out_shape && num_elements(small) == nn && !small.empty() && small.back() == nn)
+          return library_step(fmt::format("bias_add:M={},N={}", m, nn),
+                              {slot(n.inputs[side]), slot(n.inputs[1 - side]), output_slot(n)});
+      }
+      return plan_elementwise(n, {{ElementwiseStep::Kind::kAdd, 1, 0, 0}}, n.inputs);
+    }
+    if (op == "Mul") return plan_elementwise(n, {{ElementwiseStep::Kind::kMul, 1, 0, 0}}, n.inputs);
+    if (op == "Clip") {
+      auto [lo, hi] = clip_bounds(n, g_);
+      return plan_elementwise(n, {{ElementwiseStep::Kind::kClip, -1, lo, hi}}, {n.inputs[0]});
+    }
+    if (op == "BatchNormalization") return plan_batch_norm(n);
+    if (op == "Softmax") {
+      auto rank = static_cast<int64_t>(out_shape.size());
+      int64_t axis = normalize_axis(n, n.attr_int("axis", g_.opset >= 13 ? -1 : 1), rank);
+      int64_t inner = 1;
+      for (int64_t d = axis + 1; d < rank; ++d) inner *= out_shape[d];
+      if (g_.opset >= 13 && inner != 1)
+        throw_error("{}: softmax along axis {} of {} is not the last dimension (not supported)",
+                    n.where(), axis, shape_text(out_shape));
+      int64_t len = out_shape[axis] * inner;
+      return library_step(fmt::format("softmax:M={},N={}", num_elements(out_shape) / len, len),
+                          {slot(n.inputs[0]), output_slot(n)});
+    }
+    if (op == "Concat") {
+      std::vector<std::vector<int64_t>> shapes;
+      std::vector<size_t> args;
+      for (const std::string& v : n.inputs) {
+        shapes.push_back(g_.shape(v));
+        args.push_back(slot(v));
+      }
+      args.push_back(output_slot(n));
+      int64_t axis =
+          normalize_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(out_shape.size()));
+      return te_step(concat_kernel(shapes, axis), std::move(args));
+    }
+    if (op == "Transpose") {
+      const auto& s = g_.shape(n.inputs[0]);
+      return te_step(transpose_kernel(s, transpose_perm(n, static_cast<int64_t>(s.size()))),
+                     {slot(n.inputs[0]), output_slot(n)});
+    }
+    throw_error("{}: no kernel for this operator", n.where());
+  }
+
+  // A BatchNormalization no Conv absorbed: y = x * s + t per channel, s and t computed once.
+  void plan_batch_norm(const Node& n) {
+    for (size_t k = 1; k <= 4; ++k)
+      if (!g_.is_constant(n.inputs[k]))
+        throw_error("{}: parameter '{}' is not a constant", n.where(), n.inputs[k]);
+    const auto& x = g_.shape(n.inputs[0]);
+    int64_t c = x[1];
+    double eps = n.attr_float("epsilon", 1e-5);
+    std::vector<int64_t> param_shape(x.size(), 1);
+    param_shape[1] = c;
+    HostTensor s{param_shape, std::vector<double>(c), false}, t = s;
+    for (int64_t i = 0; i < c; ++i) {
+      s.data[i] = g_.constants.at(n.inputs[1]).data[i] /
+                  std::sqrt(g_.constants.at(n.inputs[4]).data[i] + eps);
+      t.data[i] =
+          g_.constants.at(n.inputs[2]).data[i] - g_.constants.at(n.inputs[3]).data[i] * s.data[i];
+    }
+    std::vector<ElementwiseStep> steps{{ElementwiseStep::Kind::kMul, 1, 0, 0},
+                                       {ElementwiseStep::Kind::kAdd, 2, 0, 0}};
+    std::vector<size_t> args{slot(n.inputs[0]), constant_array(s), constant_array(t),
+                             output_slot(n)};
+    te_step(elementwise_kernel(x, {x, param_shape, param_shape}, steps), std::move(args));
+  }
+
+  const Graph& g_;
+  const ExecutorParams& params_;
+  Executor& ex_;
+  std::optional<RecordDb> db_;
+  std::string target_key_;
+  std::map<std::string, size_t> slots_;
+  std::map<std::string, int> kernel_index_;
+  std::vector<std::string> codes_;
+  std::vector<std::vector<size_t>> step_slots_;
+};
+
+Executor Executor::compile(const Graph& g, const ExecutorParams& params) {
+  if (params.threads > 0) set_num_threads(params.threads);
+  Executor ex;
+  Planner planner(g, params, ex);
+  planner.plan();
+  planner.compile();
+  return ex;
+}
+
+void Executor::run() {
+  for (const Step& s : steps_) modules_[s.kernel]->run(s.args);
+}
+
+HostTensor Executor::output(size_t i) const {
+  return to_host(arrays_[output_slots_.at(i)], output_shapes_.at(i));
+}
+
+}  // namespace tessera::graph

@@ -1,0 +1,78 @@
+/// Runs a graph with compiled tessera kernels: each (fused) node becomes library operators
+/// (conv2d, depthwise_conv2d, dense, matmul, pooling, softmax, add, relu, bias_add) under the best
+/// recorded configuration or the template's default one, plus graph te kernels for the rest.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "runtime/module.h"
+#include "runtime/ndarray.h"
+#include "te/error.h"
+
+namespace tessera::graph {
+
+/// A kernel the C compiler rejected: a tessera bug or a broken toolchain, not bad input.
+class KernelBuildError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct ExecutorParams {
+  std::string db;        // records DB for best configurations; empty: default configurations only
+  int threads = 0;       // 0: OpenMP's default
+  int compile_jobs = 0;  // parallel C compiler processes; 0: one per core
+};
+
+/// One distinct compiled kernel and where its schedule came from.
+struct KernelInfo {
+  std::string workload;  // `conv2d:N=1,...` for a library operator, `graph:<name>` for a te one
+  /// "db": the best recorded configuration; "default": the template's default configuration (no
+  /// records); "fixed": a graph te kernel with the graph layer's fixed schedule; "plain": the
+  /// library operator's unscheduled loop nest (its default configuration did not apply).
+  std::string schedule;
+  std::string strategy;
+  int uses = 0;  // how many steps run it
+};
+
+class Executor {
+ public:
+  /// Plans every node, compiles each distinct kernel once (in parallel) and allocates every
+  /// value. Throws tessera::Error naming the node for what it cannot map to kernels.
+  static Executor compile(const Graph& g, const ExecutorParams& params = {});
+
+  size_t num_inputs() const { return input_slots_.size(); }
+  /// The array of input i (the graph's shape); fill it before run().
+  NDArray& input(size_t i) { return arrays_[input_slots_.at(i)]; }
+  void run();
+  size_t num_outputs() const { return output_slots_.size(); }
+  /// Output i as a host tensor with the graph's output shape.
+  HostTensor output(size_t i) const;
+  const float* output_data(size_t i) const { return arrays_[output_slots_.at(i)].data_as<float>(); }
+  const std::vector<KernelInfo>& kernels() const { return kernels_; }
+  int steps() const { return static_cast<int>(steps_.size()); }
+
+ private:
+  struct Step {
+    int kernel = -1;  // index into modules_
+    std::vector<void*> args;
+  };
+  friend class Planner;
+  std::vector<NDArray> arrays_;
+  std::vector<std::shared_ptr<Module>> modules_;
+  std::vector<KernelInfo> kernels_;
+  std::vector<Step> steps_;
+  std::vector<size_t> input_slots_, output_slots_;
+  std::vector<std::vector<int64_t>> output_shapes_;
+};
+
+/// HostTensor <-> float32 NDArray of the same shape.
+NDArray to_ndarray(const HostTensor& t);
+HostTensor to_host(const NDArray& a, const std::vector<int64_t>& shape);
+
+}  // namespace tessera::graph

@@ -1,0 +1,55 @@
+#include <cmath>
+
+#include "graph/passes.h"
+
+namespace tessera::graph {
+
+int fold_batch_norm(Graph& g) {
+  int folded = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& conv = g.nodes[i];
+    if (conv.op != "Conv" || !conv.epilogue.empty() || !g.is_constant(conv.inputs[1])) continue;
+    bool has_bias = conv.inputs.size() > 2 && !conv.inputs[2].empty();
+    if (has_bias && !g.is_constant(conv.inputs[2])) continue;
+    const std::string& y = conv.outputs[0];
+    std::vector<size_t> readers = g.consumers(y);
+    if (readers.size() != 1 || g.is_output(y)) continue;
+    Node& bn = g.nodes[readers[0]];
+    if (bn.op != "BatchNormalization" || bn.inputs[0] != y) continue;
+    bool constant_stats = true;
+    for (size_t k = 1; k <= 4; ++k) constant_stats = constant_stats && g.is_constant(bn.inputs[k]);
+    if (!constant_stats) continue;
+
+    const HostTensor& scale = g.constants.at(bn.inputs[1]);
+    const HostTensor& beta = g.constants.at(bn.inputs[2]);
+    const HostTensor& mean = g.constants.at(bn.inputs[3]);
+    const HostTensor& var = g.constants.at(bn.inputs[4]);
+    double eps = bn.attr_float("epsilon", 1e-5);
+    HostTensor w = g.constants.at(conv.inputs[1]);
+    int64_t out_channels = w.shape[0], per_channel = w.num_elements() / out_channels;
+    HostTensor b{{out_channels}, std::vector<double>(out_channels, 0.0), false};
+    if (has_bias) b = g.constants.at(conv.inputs[2]);
+    for (int64_t o = 0; o < out_channels; ++o) {
+      double s = scale.data[o] / std::sqrt(var.data[o] + eps);
+      for (int64_t k = 0; k < per_channel; ++k) w.data[o * per_channel + k] *= s;
+      b.data[o] = (b.data[o] - mean.data[o]) * s + beta.data[o];
+    }
+    // New names: the original weights may be shared with another node.
+    std::string w_name = conv.name + ".weight_bn", b_name = conv.name + ".bias_bn";
+    g.constants[w_name] = std::move(w);
+    g.constants[b_name] = std::move(b);
+    g.shapes[w_name] = g.constants[w_name].shape;
+    g.shapes[b_name] = {out_channels};
+    conv.inputs.resize(3);
+    conv.inputs[1] = w_name;
+    conv.inputs[2] = b_name;
+    conv.outputs[0] = bn.outputs[0];
+    // The BN node now reads nothing that is produced and writes a value the conv writes instead;
+    // it is dropped right away so no second producer exists.
+    g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(readers[0]));
+    ++folded;
+  }
+  return folded;
+}
+
+}  // namespace tessera::graph

@@ -1,0 +1,154 @@
+#include "graph/kernels.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "lower/lower.h"
+#include "schedule/strategy_parser.h"
+#include "te/error.h"
+
+namespace tessera::graph {
+
+namespace {
+
+std::vector<std::string> axis_names(size_t rank) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < rank; ++i) names.push_back(fmt::format("i{}", i));
+  return names;
+}
+
+// Index expressions reading a tensor of shape `from` broadcast to the output axes `at`.
+std::vector<Expr> broadcast_at(const std::vector<Var>& at, const std::vector<int64_t>& from) {
+  std::vector<Expr> idx;
+  size_t offset = at.size() - from.size();
+  for (size_t d = 0; d < from.size(); ++d)
+    idx.push_back(from[d] == 1 ? Expr(0) : Expr(at[offset + d]));
+  return idx;
+}
+
+// Below this many output elements a graph kernel runs on one thread: waking the others costs
+// more than they save.
+constexpr int64_t kParallelElements = 1 << 15;
+
+// The graph kernels' one schedule: threads over the first dimension with more than one
+// iteration (the batch of one is skipped by fusing it into the next), so that a kernel over
+// [1, C, H, W] still spreads its channels across the cores.
+TeKernel finish(std::string name, std::vector<Tensor> args) {
+  Program program = lower(name, args);
+  const Tensor& out = args.back();
+  int64_t elements = 1;
+  for (int64_t d : out->shape) elements *= d;
+  std::string strategy;
+  if (elements >= kParallelElements && out->shape.size() >= 2 && out->shape[0] == 1) {
+    strategy = "try(fuse(i0, i1) ; parallel(i0.i1.fused))";
+  } else if (elements >= kParallelElements) {
+    strategy = "try(parallel(i0))";
+  }
+  if (!strategy.empty()) {
+    RewriteResult<Program> r = parse_strategy(strategy)(program);
+    if (r) program = r.program();
+  }
+  return {std::move(name), std::move(args), std::move(program)};
+}
+
+}  // namespace
+
+TeKernel elementwise_kernel(const std::vector<int64_t>& out_shape,
+                            const std::vector<std::vector<int64_t>>& inputs,
+                            const std::vector<ElementwiseStep>& steps) {
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].size() > out_shape.size())
+      throw_internal("elementwise input {} has a higher rank than the output", i);
+    args.push_back(placeholder(inputs[i], DType::kFloat32, fmt::format("in{}", i)));
+  }
+  Tensor out = compute(
+      out_shape,
+      [&](const std::vector<Var>& at) {
+        Expr v = args[0](broadcast_at(at, inputs[0]));
+        for (const ElementwiseStep& s : steps) {
+          switch (s.kind) {
+            case ElementwiseStep::Kind::kAdd:
+              v = v + args.at(s.input)(broadcast_at(at, inputs[s.input]));
+              break;
+            case ElementwiseStep::Kind::kMul:
+              v = v * args.at(s.input)(broadcast_at(at, inputs[s.input]));
+              break;
+            case ElementwiseStep::Kind::kRelu:
+              v = max(v, make_float(0.0, DType::kFloat32));
+              break;
+            case ElementwiseStep::Kind::kClip:
+              // Infinite bounds (an open side of Clip) are left out rather than printed as C.
+              if (std::isfinite(s.lo)) v = max(v, make_float(s.lo, DType::kFloat32));
+              if (std::isfinite(s.hi)) v = min(v, make_float(s.hi, DType::kFloat32));
+              break;
+          }
+        }
+        return v;
+      },
+      "out", axis_names(out_shape.size()));
+  args.push_back(out);
+  return finish("elementwise", std::move(args));
+}
+
+TeKernel transpose_kernel(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm) {
+  Tensor in = placeholder(in_shape, DType::kFloat32, "in");
+  std::vector<int64_t> out_shape;
+  for (int64_t p : perm) out_shape.push_back(in_shape[p]);
+  Tensor out = compute(
+      out_shape,
+      [&](const std::vector<Var>& at) {
+        std::vector<Expr> idx(in_shape.size());
+        for (size_t d = 0; d < perm.size(); ++d) idx[perm[d]] = at[d];
+        return in(idx);
+      },
+      "out", axis_names(out_shape.size()));
+  return finish("transpose", {in, out});
+}
+
+TeKernel concat_kernel(const std::vector<std::vector<int64_t>>& inputs, int64_t axis) {
+  std::vector<Tensor> args;
+  std::vector<int64_t> out_shape = inputs.at(0);
+  out_shape[axis] = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    args.push_back(placeholder(inputs[i], DType::kFloat32, fmt::format("in{}", i)));
+    out_shape[axis] += inputs[i][axis];
+  }
+  Tensor out = compute(
+      out_shape,
+      [&](const std::vector<Var>& at) {
+        // Nested selects from the last input backwards; only the chosen branch is read.
+        int64_t offset = out_shape[axis] - inputs.back()[axis];
+        auto read = [&](size_t i, int64_t off) {
+          std::vector<Expr> idx(at.begin(), at.end());
+          idx[axis] = idx[axis] - static_cast<int>(off);
+          return args[i](idx);
+        };
+        Expr v = read(inputs.size() - 1, offset);
+        for (size_t i = inputs.size() - 1; i-- > 0;) {
+          offset -= inputs[i][axis];
+          v = select(Expr(at[axis]) < static_cast<int>(offset + inputs[i][axis]), read(i, offset),
+                     v);
+        }
+        return v;
+      },
+      "out", axis_names(out_shape.size()));
+  args.push_back(out);
+  return finish("concat", std::move(args));
+}
+
+TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape) {
+  Tensor in = placeholder(in_shape, DType::kFloat32, "in");
+  IterVar ry = reduce_axis(in_shape[2], "ry"), rx = reduce_axis(in_shape[3], "rx");
+  double scale = 1.0 / static_cast<double>(in_shape[2] * in_shape[3]);
+  Tensor out = compute(
+      {in_shape[0], in_shape[1], 1, 1},
+      [&](const std::vector<Var>& at) {
+        return sum(in(at[0], at[1], ry.var, rx.var) * make_float(scale, DType::kFloat32), {ry, rx});
+      },
+      "out", axis_names(4));
+  return finish("global_avg_pool", {in, out});
+}
+
+}  // namespace tessera::graph

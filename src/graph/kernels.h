@@ -1,0 +1,42 @@
+/// te computes for what a model needs and the operator library does not have: elementwise chains
+/// with numpy broadcasting (fused epilogues, Mul, Clip, a lone BatchNormalization), Transpose,
+/// Concat and GlobalAveragePool. They lower and compile like every tessera kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "te/tensor.h"
+#include "tir/program.h"
+
+namespace tessera::graph {
+
+/// A kernel built from te: its arguments (inputs, then the one output) and its lowered program
+/// with the graph layer's fixed schedule applied (parallel outer loop).
+struct TeKernel {
+  std::string name;
+  std::vector<Tensor> args;
+  Program program;
+};
+
+/// One step of an elementwise chain; the chain starts from input 0.
+struct ElementwiseStep {
+  enum class Kind { kAdd, kMul, kRelu, kClip };
+  Kind kind = Kind::kRelu;
+  int input = -1;  // kAdd, kMul: which input (broadcast to the output shape)
+  double lo = 0, hi = 0;
+};
+
+/// out = steps applied to inputs[0]; every input broadcasts (numpy rules) to `out_shape`.
+TeKernel elementwise_kernel(const std::vector<int64_t>& out_shape,
+                            const std::vector<std::vector<int64_t>>& inputs,
+                            const std::vector<ElementwiseStep>& steps);
+/// out[i_perm[0], ...] = in[...]: ONNX Transpose (out dimension d is in dimension perm[d]).
+TeKernel transpose_kernel(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm);
+/// The inputs joined along `axis`.
+TeKernel concat_kernel(const std::vector<std::vector<int64_t>>& inputs, int64_t axis);
+/// out[n, c, 0, 0] = mean over H x W of in[n, c].
+TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape);
+
+}  // namespace tessera::graph

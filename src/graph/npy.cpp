@@ -1,0 +1,127 @@
+#include "graph/npy.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "te/error.h"
+
+namespace tessera::graph {
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+
+// The value text after `'key':` in the header dict, up to the next top-level comma or brace.
+std::string header_value(const std::string& header, const std::string& key) {
+  size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos) throw_error("the header has no '{}'", key);
+  at = header.find(':', at);
+  if (at == std::string::npos) throw_error("the header's '{}' has no value", key);
+  size_t end = at + 1;
+  int depth = 0;
+  for (; end < header.size(); ++end) {
+    char c = header[end];
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (depth == 0 && (c == ',' || c == '}')) break;
+  }
+  std::string v = header.substr(at + 1, end - at - 1);
+  size_t b = v.find_first_not_of(" "), e = v.find_last_not_of(" ");
+  return b == std::string::npos ? "" : v.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+HostTensor read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error("cannot read {}", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  try {
+    if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0) throw_error("not a .npy file");
+    int major = static_cast<unsigned char>(bytes[6]);
+    size_t header_len = 0, offset = 0;
+    if (major == 1) {
+      header_len = static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
+      offset = 10;
+    } else if (major == 2 || major == 3) {
+      if (bytes.size() < 12) throw_error("truncated header");
+      uint32_t len = 0;
+      std::memcpy(&len, bytes.data() + 8, 4);
+      header_len = len;
+      offset = 12;
+    } else {
+      throw_error("format version {} is not supported", major);
+    }
+    if (bytes.size() < offset + header_len) throw_error("truncated header");
+    std::string header = bytes.substr(offset, header_len);
+    std::string descr = header_value(header, "descr");
+    if (header_value(header, "fortran_order") != "False")
+      throw_error("Fortran-order arrays are not supported");
+    size_t elem = 0;
+    if (descr == "'<f4'")
+      elem = 4;
+    else if (descr == "'<f8'")
+      elem = 8;
+    else
+      throw_error("element type {} is not supported (float32 is)", descr);
+    std::string shape_text_v = header_value(header, "shape");
+    HostTensor t;
+    std::string digits;
+    for (char c : shape_text_v) {
+      if (c >= '0' && c <= '9') {
+        digits += c;
+      } else if (!digits.empty()) {
+        t.shape.push_back(std::stoll(digits));
+        digits.clear();
+      }
+    }
+    size_t count = static_cast<size_t>(num_elements(t.shape));
+    size_t data_at = offset + header_len;
+    if (bytes.size() - data_at != count * elem)
+      throw_error("holds {} data bytes, shape {} needs {}", bytes.size() - data_at,
+                  shape_text(t.shape), count * elem);
+    t.data.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (elem == 4) {
+        float v;
+        std::memcpy(&v, bytes.data() + data_at + 4 * i, 4);
+        t.data[i] = v;
+      } else {
+        std::memcpy(&t.data[i], bytes.data() + data_at + 8 * i, 8);
+      }
+    }
+    return t;
+  } catch (const Error& e) {
+    throw_error("{}: {}", path, e.what());
+  }
+}
+
+void write_npy(const std::string& path, const HostTensor& t) {
+  // Python tuple syntax: "(2, 3)", but "(4,)" for one dimension.
+  std::string shape;
+  for (size_t i = 0; i < t.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+  if (t.shape.size() == 1) shape += ",";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
+  // Magic, version and length take 10 bytes; the header pads with spaces to a multiple of 64.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw_error("cannot write {}", path);
+  out.write(kMagic, 6);
+  out.put(1);
+  out.put(0);
+  out.put(static_cast<char>(header.size() & 0xff));
+  out.put(static_cast<char>(header.size() >> 8));
+  out << header;
+  for (double d : t.data) {
+    auto v = static_cast<float>(d);
+    out.write(reinterpret_cast<const char*>(&v), 4);
+  }
+  if (!out) throw_error("cannot write {}", path);
+}
+
+}  // namespace tessera::graph

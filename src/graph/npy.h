@@ -1,0 +1,16 @@
+/// NumPy .npy files of float32 (read: also float64) in C order, for model inputs and outputs.
+#pragma once
+
+#include <string>
+
+#include "graph/graph.h"
+
+namespace tessera::graph {
+
+/// Reads a .npy file; throws tessera::Error in one line for a missing file, a bad header, an
+/// element type other than little-endian float32/float64, Fortran order, or truncated data.
+HostTensor read_npy(const std::string& path);
+/// Writes `t` as float32, format version 1.0.
+void write_npy(const std::string& path, const HostTensor& t);
+
+}  // namespace tessera::graph

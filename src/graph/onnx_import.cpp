@@ -1,0 +1,182 @@
+#include "graph/onnx_import.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "te/error.h"
+
+namespace tessera::graph {
+
+namespace {
+
+template <typename T>
+std::vector<double> from_raw(const std::string& raw, int64_t count) {
+  if (raw.size() != static_cast<size_t>(count) * sizeof(T))
+    throw_error("raw data holds {} bytes for {} elements", raw.size(), count);
+  std::vector<double> out(count);
+  for (int64_t i = 0; i < count; ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<double>(v);
+  }
+  return out;
+}
+
+template <typename Field>
+std::vector<double> from_field(const Field& f) {
+  return std::vector<double>(f.begin(), f.end());
+}
+
+HostTensor read_tensor(const onnx::TensorProto& t) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    throw_error("tensor '{}' keeps its data in an external file (not supported)", t.name());
+  HostTensor h;
+  h.shape.assign(t.dims().begin(), t.dims().end());
+  int64_t count = num_elements(h.shape);
+  bool raw = t.has_raw_data();
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      h.data = raw ? from_raw<float>(t.raw_data(), count) : from_field(t.float_data());
+      break;
+    case onnx::TensorProto::DOUBLE:
+      h.data = raw ? from_raw<double>(t.raw_data(), count) : from_field(t.double_data());
+      break;
+    case onnx::TensorProto::INT64:
+      h.data = raw ? from_raw<int64_t>(t.raw_data(), count) : from_field(t.int64_data());
+      h.is_int = true;
+      break;
+    case onnx::TensorProto::INT32:
+      h.data = raw ? from_raw<int32_t>(t.raw_data(), count) : from_field(t.int32_data());
+      h.is_int = true;
+      break;
+    default:
+      throw_error("tensor '{}' has element type {} (float, double, int32 and int64 are supported)",
+                  t.name(), onnx::TensorProto::DataType_Name(t.data_type()));
+  }
+  if (static_cast<int64_t>(h.data.size()) != count)
+    throw_error("tensor '{}' holds {} values for shape {}", t.name(), h.data.size(),
+                shape_text(h.shape));
+  return h;
+}
+
+AttrValue read_attribute(const Node& n, const onnx::AttributeProto& a) {
+  switch (a.type()) {
+    case onnx::AttributeProto::INT:
+      return a.i();
+    case onnx::AttributeProto::FLOAT:
+      return static_cast<double>(a.f());
+    case onnx::AttributeProto::STRING:
+      return a.s();
+    case onnx::AttributeProto::INTS:
+      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto::FLOATS:
+      return std::vector<double>(a.floats().begin(), a.floats().end());
+    default:
+      throw_error("{}: attribute {} has type {} (not supported)", n.where(), a.name(),
+                  onnx::AttributeProto::AttributeType_Name(a.type()));
+  }
+}
+
+// The first node reading `value`, for errors about the value that should name where it is used.
+std::string reader_of(const onnx::GraphProto& gp, const std::string& value) {
+  for (const onnx::NodeProto& np : gp.node())
+    if (std::find(np.input().begin(), np.input().end(), value) != np.input().end())
+      return fmt::format("node '{}' ({})", np.name(), np.op_type());
+  return "no node";
+}
+
+}  // namespace
+
+Graph import_onnx_bytes(const std::string& bytes) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) throw_error("not an ONNX model (the protobuf does not parse)");
+  const onnx::GraphProto& gp = model.graph();
+  Graph g;
+  g.opset = 0;
+  for (const onnx::OperatorSetIdProto& os : model.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx") g.opset = os.version();
+  if (g.opset == 0) throw_error("the model imports no default ONNX opset");
+
+  for (const onnx::TensorProto& t : gp.initializer()) {
+    try {
+      g.constants[t.name()] = read_tensor(t);
+    } catch (const Error& e) {
+      throw_error("initializer '{}': {}", t.name(), e.what());
+    }
+  }
+  for (const onnx::ValueInfoProto& vi : gp.input()) {
+    if (g.constants.count(vi.name())) continue;  // an initializer listed as input (IR < 4)
+    std::string where = reader_of(gp, vi.name());
+    if (!vi.type().has_tensor_type())
+      throw_error("input '{}' (read by {}) is not a tensor", vi.name(), where);
+    const onnx::TypeProto::Tensor& tt = vi.type().tensor_type();
+    if (tt.elem_type() != onnx::TensorProto::FLOAT)
+      throw_error("input '{}' (read by {}) has element type {} (float32 is supported)", vi.name(),
+                  where, onnx::TensorProto::DataType_Name(tt.elem_type()));
+    if (!tt.has_shape())
+      throw_error("input '{}' (read by {}) has an unknown shape (static shapes are needed)",
+                  vi.name(), where);
+    std::vector<int64_t> shape;
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() <= 0)
+        throw_error(
+            "input '{}' (read by {}) has a dynamic dimension '{}' (static shapes are "
+            "needed)",
+            vi.name(), where, d.has_dim_param() ? d.dim_param() : "?");
+      shape.push_back(d.dim_value());
+    }
+    g.inputs.push_back(vi.name());
+    g.shapes[vi.name()] = shape;
+  }
+  for (const onnx::ValueInfoProto& vi : gp.output()) g.outputs.push_back(vi.name());
+
+  std::set<std::string> names;
+  int unnamed = 0;
+  for (const onnx::NodeProto& np : gp.node()) {
+    Node n;
+    n.op = np.op_type();
+    n.name = np.name().empty() ? fmt::format("{}_{}", n.op, unnamed++) : np.name();
+    if (!np.domain().empty() && np.domain() != "ai.onnx")
+      throw_error("{}: operator domain '{}' is not supported", n.where(), np.domain());
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    if (n.op == "Constant") {
+      const onnx::AttributeProto* value = nullptr;
+      for (const onnx::AttributeProto& a : np.attribute())
+        if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) value = &a;
+      if (!value || n.outputs.size() != 1)
+        throw_error("{}: only a Constant with a tensor `value` is supported", n.where());
+      g.constants[n.outputs[0]] = read_tensor(value->t());
+      continue;
+    }
+    for (const onnx::AttributeProto& a : np.attribute()) n.attrs[a.name()] = read_attribute(n, a);
+    if (std::find(supported_ops().begin(), supported_ops().end(), n.op) == supported_ops().end())
+      throw_error("{}: unsupported operator (supported: {})", n.where(),
+                  fmt::join(supported_ops(), ", "));
+    while (!n.inputs.empty() && n.inputs.back().empty()) n.inputs.pop_back();
+    if (!names.insert(n.name).second) n.name += fmt::format("_{}", g.nodes.size());
+    g.nodes.push_back(std::move(n));
+  }
+  sort_topologically(g);
+  infer_shapes(g);
+  return g;
+}
+
+Graph import_onnx(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error("cannot read {}", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return import_onnx_bytes(ss.str());
+  } catch (const Error& e) {
+    throw_error("{}: {}", path, e.what());
+  }
+}
+
+}  // namespace tessera::graph

@@ -1,0 +1,57 @@
+/// The attributes of windowed and axis operators read once, with ONNX's defaults, for shape
+/// inference, the reference path and the executor alike.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tessera::graph {
+
+/// A 2-D window over NCHW: Conv, MaxPool, AveragePool.
+struct Window2d {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;  // pads: top, left, bottom, right
+  int64_t oh = 0, ow = 0;
+  int64_t group = 1, out_channels = 0;  // Conv only
+  bool count_include_pad = false;       // AveragePool only
+
+  /// One K for both dimensions, one stride, one dilation and one pad on every side: the form
+  /// tessera's conv2d and pooling operators take.
+  bool is_square_symmetric() const {
+    return kh == kw && sh == sw && dh == dw && pt == pl && pt == pb && pt == pr;
+  }
+};
+
+/// Reads the window of a Conv (weights [O][C/group][kh][kw] give the kernel) or a pooling node
+/// over `input` (NCHW); throws tessera::Error for auto_pad other than NOTSET/VALID, ceil_mode,
+/// a non-4-D input, or a window larger than the padded input.
+Window2d read_window(const Node& n, const std::vector<int64_t>& input,
+                     const std::vector<int64_t>* weight);
+
+/// A possibly negative axis of a rank-`rank` tensor as an index; throws when out of range.
+int64_t normalize_axis(const Node& n, int64_t axis, int64_t rank);
+
+/// Transpose's permutation (default: reversed dimensions), validated.
+std::vector<int64_t> transpose_perm(const Node& n, int64_t rank);
+
+/// Gemm's attributes.
+struct GemmAttrs {
+  bool trans_a = false, trans_b = false;
+  double alpha = 1, beta = 1;
+  int64_t m = 0, k = 0, n = 0;
+};
+GemmAttrs read_gemm(const Node& n, const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+/// Clip's bounds: attributes min/max before opset 11, constant inputs 1 and 2 after (absent:
+/// unbounded); throws when a bound is not a constant.
+std::pair<double, double> clip_bounds(const Node& n, const Graph& g);
+
+/// Reshape's output shape from its constant shape input (0 copies a dimension, -1 is inferred);
+/// throws when the shape input is not constant or does not fit the element count.
+std::vector<int64_t> reshape_target(const Node& n, const Graph& g);
+
+}  // namespace tessera::graph

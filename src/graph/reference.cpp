@@ -1,0 +1,300 @@
+// Naive loops, written for obviousness: they are the ground truth for the passes and kernels.
+#include "graph/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "graph/op_attrs.h"
+#include "te/error.h"
+
+namespace tessera::graph {
+
+namespace {
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+// Flat index into `from` (broadcast to `to`) of flat index `i` of `to`.
+int64_t broadcast_index(int64_t i, const std::vector<int64_t>& to,
+                        const std::vector<int64_t>& from) {
+  int64_t src = 0, stride = 1;
+  size_t offset = to.size() - from.size();
+  for (int64_t d = static_cast<int64_t>(to.size()) - 1; d >= 0; --d) {
+    int64_t coord = i % to[d];
+    i /= to[d];
+    if (d >= static_cast<int64_t>(offset)) {
+      int64_t fd = from[d - offset];
+      if (fd != 1) src += coord * stride;
+      stride *= fd;
+    }
+  }
+  return src;
+}
+
+HostTensor binary(const HostTensor& a, const HostTensor& b, bool mul) {
+  HostTensor out;
+  out.shape = broadcast_shapes(a.shape, b.shape);
+  out.data.resize(out.num_elements());
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    double x = a.data[broadcast_index(i, out.shape, a.shape)];
+    double y = b.data[broadcast_index(i, out.shape, b.shape)];
+    out.data[i] = mul ? x * y : x + y;
+  }
+  out.is_int = a.is_int && b.is_int;
+  return out;
+}
+
+HostTensor conv(const Node& n, const HostTensor& x, const HostTensor& wt, const HostTensor* bias) {
+  Window2d w = read_window(n, x.shape, &wt.shape);
+  HostTensor out{{w.n, w.out_channels, w.oh, w.ow}, {}, false};
+  out.data.assign(out.num_elements(), 0.0);
+  int64_t cg = w.c / w.group, og = w.out_channels / w.group;
+  for (int64_t b = 0; b < w.n; ++b)
+    for (int64_t o = 0; o < w.out_channels; ++o)
+      for (int64_t y = 0; y < w.oh; ++y)
+        for (int64_t xx = 0; xx < w.ow; ++xx) {
+          double acc = bias ? bias->data[o] : 0.0;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t ky = 0; ky < w.kh; ++ky)
+              for (int64_t kx = 0; kx < w.kw; ++kx) {
+                int64_t iy = y * w.sh + ky * w.dh - w.pt, ix = xx * w.sw + kx * w.dw - w.pl;
+                if (iy < 0 || iy >= w.h || ix < 0 || ix >= w.w) continue;
+                acc += x.data[((b * w.c + o / og * cg + c) * w.h + iy) * w.w + ix] *
+                       wt.data[((o * cg + c) * w.kh + ky) * w.kw + kx];
+              }
+          out.data[((b * w.out_channels + o) * w.oh + y) * w.ow + xx] = acc;
+        }
+  return out;
+}
+
+HostTensor pool(const Node& n, const HostTensor& x, bool is_max) {
+  Window2d w = read_window(n, x.shape, nullptr);
+  HostTensor out{{w.n, w.c, w.oh, w.ow}, {}, false};
+  out.data.resize(out.num_elements());
+  for (int64_t p = 0; p < w.n * w.c; ++p)
+    for (int64_t y = 0; y < w.oh; ++y)
+      for (int64_t xx = 0; xx < w.ow; ++xx) {
+        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+        int64_t count = 0;
+        for (int64_t ky = 0; ky < w.kh; ++ky)
+          for (int64_t kx = 0; kx < w.kw; ++kx) {
+            int64_t iy = y * w.sh + ky * w.dh - w.pt, ix = xx * w.sw + kx * w.dw - w.pl;
+            if (iy < 0 || iy >= w.h || ix < 0 || ix >= w.w) continue;
+            double v = x.data[(p * w.h + iy) * w.w + ix];
+            acc = is_max ? std::max(acc, v) : acc + v;
+            ++count;
+          }
+        if (!is_max) acc /= double(w.count_include_pad ? w.kh * w.kw : count);
+        out.data[(p * w.oh + y) * w.ow + xx] = acc;
+      }
+  return out;
+}
+
+// C[b][i][j] = sum_k A[b][i][k] * B[b or 0][k][j], A and B given as row-major matrices.
+HostTensor matmul(const HostTensor& a, const HostTensor& b) {
+  int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), nn = b.shape.back();
+  int64_t batch = a.num_elements() / (m * k);
+  bool b_batched = b.shape.size() > 2;
+  if (!b_batched) {  // [..., M, K] x [K, N]: the leading dimensions are rows
+    m *= batch;
+    batch = 1;
+  }
+  HostTensor out;
+  out.shape = a.shape;
+  out.shape.back() = nn;
+  out.data.assign(out.num_elements(), 0.0);
+  for (int64_t q = 0; q < batch; ++q)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t kk = 0; kk < k; ++kk) {
+        double av = a.data[(q * m + i) * k + kk];
+        for (int64_t j = 0; j < nn; ++j)
+          out.data[(q * m + i) * nn + j] += av * b.data[((b_batched ? q : 0) * k + kk) * nn + j];
+      }
+  return out;
+}
+
+HostTensor transpose(const HostTensor& x, const std::vector<int64_t>& perm) {
+  HostTensor out;
+  for (int64_t p : perm) out.shape.push_back(x.shape[p]);
+  out.data.resize(x.data.size());
+  out.is_int = x.is_int;
+  std::vector<int64_t> in_strides = strides_of(x.shape);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    int64_t rest = i, src = 0;
+    for (int64_t d = static_cast<int64_t>(out.shape.size()) - 1; d >= 0; --d) {
+      src += rest % out.shape[d] * in_strides[perm[d]];
+      rest /= out.shape[d];
+    }
+    out.data[i] = x.data[src];
+  }
+  return out;
+}
+
+HostTensor gemm(const Node& n, const HostTensor& a, const HostTensor& b, const HostTensor* c) {
+  GemmAttrs ga = read_gemm(n, a.shape, b.shape);
+  HostTensor at = ga.trans_a ? transpose(a, {1, 0}) : a;
+  HostTensor bt = ga.trans_b ? transpose(b, {1, 0}) : b;
+  HostTensor y = matmul(at, bt);
+  for (double& v : y.data) v *= ga.alpha;
+  if (c) {
+    HostTensor scaled = *c;
+    for (double& v : scaled.data) v *= ga.beta;
+    y = binary(y, scaled, false);
+  }
+  return y;
+}
+
+HostTensor softmax(const Node& n, const Graph& g, const HostTensor& x) {
+  auto rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = normalize_axis(n, n.attr_int("axis", g.opset >= 13 ? -1 : 1), rank);
+  // Before opset 13 the input is coerced to 2-D at `axis`; from 13 the softmax runs along `axis`
+  // alone. Both are rows of `inner` elements with a stride.
+  int64_t outer = 1, len = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis)
+      outer *= x.shape[d];
+    else if (d == axis || g.opset < 13)
+      len *= x.shape[d];
+    else
+      inner *= x.shape[d];
+  }
+  HostTensor out = x;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return (o * len + j) * inner + i; };
+      double mx = -std::numeric_limits<double>::infinity(), total = 0;
+      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, x.data[at(j)]);
+      for (int64_t j = 0; j < len; ++j) total += std::exp(x.data[at(j)] - mx);
+      for (int64_t j = 0; j < len; ++j) out.data[at(j)] = std::exp(x.data[at(j)] - mx) / total;
+    }
+  return out;
+}
+
+HostTensor concat(const Node& n, const std::vector<const HostTensor*>& in) {
+  HostTensor out;
+  out.shape = in[0]->shape;
+  auto axis = normalize_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(out.shape.size()));
+  out.shape[axis] = 0;
+  for (const HostTensor* t : in) out.shape[axis] += t->shape[axis];
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= out.shape[d];
+  out.is_int = in[0]->is_int;
+  for (int64_t o = 0; o < outer; ++o)
+    for (const HostTensor* t : in) {
+      int64_t chunk = t->num_elements() / outer;
+      out.data.insert(out.data.end(), t->data.begin() + o * chunk,
+                      t->data.begin() + (o + 1) * chunk);
+    }
+  return out;
+}
+
+HostTensor base_op(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+  auto arg = [&](size_t i) -> const HostTensor& {
+    if (i >= in.size() || !in[i]) throw_error("{}: input {} is missing", n.where(), i);
+    return *in[i];
+  };
+  auto optional = [&](size_t i) { return i < in.size() ? in[i] : nullptr; };
+  const std::string& op = n.op;
+  if (op == "Conv") return conv(n, arg(0), arg(1), optional(2));
+  if (op == "MaxPool" || op == "AveragePool") return pool(n, arg(0), op == "MaxPool");
+  if (op == "GlobalAveragePool") {
+    const HostTensor& x = arg(0);
+    HostTensor out{{x.shape[0], x.shape[1], 1, 1}, {}, false};
+    int64_t plane = x.shape[2] * x.shape[3];
+    for (int64_t p = 0; p < x.shape[0] * x.shape[1]; ++p) {
+      double s = 0;
+      for (int64_t i = 0; i < plane; ++i) s += x.data[p * plane + i];
+      out.data.push_back(s / double(plane));
+    }
+    return out;
+  }
+  if (op == "BatchNormalization") {
+    const HostTensor& x = arg(0);
+    double eps = n.attr_float("epsilon", 1e-5);
+    HostTensor out = x;
+    int64_t c = x.shape[1], inner = x.num_elements() / (x.shape[0] * c);
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      int64_t ch = i / inner % c;
+      out.data[i] =
+          (x.data[i] - arg(3).data[ch]) / std::sqrt(arg(4).data[ch] + eps) * arg(1).data[ch] +
+          arg(2).data[ch];
+    }
+    return out;
+  }
+  if (op == "Relu") {
+    HostTensor out = arg(0);
+    for (double& v : out.data) v = std::max(v, 0.0);
+    return out;
+  }
+  if (op == "Clip") {
+    auto [lo, hi] = clip_bounds(n, g);
+    HostTensor out = arg(0);
+    for (double& v : out.data) v = std::min(std::max(v, lo), hi);
+    return out;
+  }
+  if (op == "Add" || op == "Mul") return binary(arg(0), arg(1), op == "Mul");
+  if (op == "Identity" || op == "Dropout") return arg(0);
+  if (op == "Flatten" || op == "Reshape") {
+    HostTensor out = arg(0);
+    out.shape = g.shape(n.outputs[0]);
+    return out;
+  }
+  if (op == "Gemm") return gemm(n, arg(0), arg(1), optional(2));
+  if (op == "MatMul") return matmul(arg(0), arg(1));
+  if (op == "Softmax") return softmax(n, g, arg(0));
+  if (op == "Concat") return concat(n, in);
+  if (op == "Transpose")
+    return transpose(arg(0), transpose_perm(n, static_cast<int64_t>(arg(0).shape.size())));
+  throw_error("{}: unsupported operator", n.where());
+}
+
+}  // namespace
+
+HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+  HostTensor out = base_op(n, g, in);
+  for (const Epilogue& e : n.epilogue) {
+    switch (e.kind) {
+      case Epilogue::Kind::kAdd: {
+        const HostTensor* other = in.at(e.input);
+        for (int64_t i = 0; i < out.num_elements(); ++i)
+          out.data[i] += other->data[broadcast_index(i, out.shape, other->shape)];
+        break;
+      }
+      case Epilogue::Kind::kRelu:
+        for (double& v : out.data) v = std::max(v, 0.0);
+        break;
+      case Epilogue::Kind::kClip:
+        for (double& v : out.data) v = std::min(std::max(v, e.lo), e.hi);
+        break;
+    }
+  }
+  return out;
+}
+
+std::vector<HostTensor> run_reference(const Graph& g,
+                                      const std::map<std::string, HostTensor>& inputs) {
+  std::map<std::string, HostTensor> values = g.constants;
+  for (const std::string& name : g.inputs) {
+    auto it = inputs.find(name);
+    if (it == inputs.end()) throw_error("no value given for input '{}'", name);
+    if (it->second.shape != g.shape(name))
+      throw_error("input '{}' has shape {}, the model expects {}", name,
+                  shape_text(it->second.shape), shape_text(g.shape(name)));
+    values[name] = it->second;
+  }
+  for (const Node& n : g.nodes) {
+    std::vector<const HostTensor*> in;
+    for (const std::string& v : n.inputs) in.push_back(v.empty() ? nullptr : &values.at(v));
+    values[n.outputs[0]] = evaluate_node(n, g, in);
+  }
+  std::vector<HostTensor> out;
+  for (const std::string& name : g.outputs) out.push_back(values.at(name));
+  return out;
+}
+
+}  // namespace tessera::graph

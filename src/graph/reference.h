@@ -1,0 +1,20 @@
+/// The plain reference path: every operator (and fused epilogue) as a naive loop over doubles.
+/// Tests compare the executor and the passes with it; constant folding evaluates nodes with it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tessera::graph {
+
+/// Evaluates one node on its inputs (nullptr for an omitted optional input), then its epilogue.
+HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in);
+
+/// Runs the whole graph on the given runtime inputs (by name); returns the graph outputs in order.
+std::vector<HostTensor> run_reference(const Graph& g,
+                                      const std::map<std::string, HostTensor>& inputs);
+
+}  // namespace tessera::graph

@@ -1,0 +1,272 @@
+// Static shapes through the graph, one rule per supported operator.
+#include <algorithm>
+#include <limits>
+
+#include "graph/graph.h"
+#include "graph/op_attrs.h"
+#include "te/error.h"
+
+namespace tessera::graph {
+
+Window2d read_window(const Node& n, const std::vector<int64_t>& input,
+                     const std::vector<int64_t>* weight) {
+  if (input.size() != 4)
+    throw_error("{}: needs a 4-D NCHW input, got {}", n.where(), shape_text(input));
+  Window2d w;
+  w.n = input[0], w.c = input[1], w.h = input[2], w.w = input[3];
+  std::vector<int64_t> kernel = n.attr_ints("kernel_shape", {});
+  if (weight) {
+    if (weight->size() != 4)
+      throw_error("{}: needs 4-D weights, got {}", n.where(), shape_text(*weight));
+    w.group = n.attr_int("group", 1);
+    w.out_channels = (*weight)[0];
+    if (w.group <= 0 || w.c % w.group != 0 || w.out_channels % w.group != 0 ||
+        (*weight)[1] * w.group != w.c)
+      throw_error("{}: weights {} do not fit {} input channels in {} groups", n.where(),
+                  shape_text(*weight), w.c, w.group);
+    if (kernel.empty()) kernel = {(*weight)[2], (*weight)[3]};
+    if (kernel[0] != (*weight)[2] || kernel[1] != (*weight)[3])
+      throw_error("{}: kernel_shape disagrees with the weights", n.where());
+  }
+  if (kernel.size() != 2) throw_error("{}: needs a 2-D kernel_shape", n.where());
+  w.kh = kernel[0], w.kw = kernel[1];
+  std::vector<int64_t> strides = n.attr_ints("strides", {1, 1});
+  std::vector<int64_t> dilations = n.attr_ints("dilations", {1, 1});
+  std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+    throw_error("{}: strides, dilations and pads must be 2-D", n.where());
+  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID")
+    throw_error("{}: auto_pad={} is not supported (give explicit pads)", n.where(), auto_pad);
+  if (auto_pad == "VALID") pads = {0, 0, 0, 0};
+  if (n.attr_int("ceil_mode", 0) != 0) throw_error("{}: ceil_mode=1 is not supported", n.where());
+  w.sh = strides[0], w.sw = strides[1], w.dh = dilations[0], w.dw = dilations[1];
+  w.pt = pads[0], w.pl = pads[1], w.pb = pads[2], w.pr = pads[3];
+  w.count_include_pad = n.attr_int("count_include_pad", 0) != 0;
+  if (w.sh <= 0 || w.sw <= 0 || w.dh <= 0 || w.dw <= 0 || w.pt < 0 || w.pl < 0 || w.pb < 0 ||
+      w.pr < 0)
+    throw_error("{}: strides and dilations must be positive and pads not negative", n.where());
+  int64_t span_h = (w.kh - 1) * w.dh + 1, span_w = (w.kw - 1) * w.dw + 1;
+  if (span_h > w.h + w.pt + w.pb || span_w > w.w + w.pl + w.pr)
+    throw_error("{}: window {}x{} is larger than the padded input", n.where(), span_h, span_w);
+  w.oh = (w.h + w.pt + w.pb - span_h) / w.sh + 1;
+  w.ow = (w.w + w.pl + w.pr - span_w) / w.sw + 1;
+  return w;
+}
+
+int64_t normalize_axis(const Node& n, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    throw_error("{}: axis {} is out of range for rank {}", n.where(), axis, rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> transpose_perm(const Node& n, int64_t rank) {
+  std::vector<int64_t> perm = n.attr_ints("perm", {});
+  if (perm.empty())
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < static_cast<int64_t>(sorted.size()); ++i)
+    if (sorted[i] != i || static_cast<int64_t>(perm.size()) != rank)
+      throw_error("{}: perm is not a permutation of {} dimensions", n.where(), rank);
+  return perm;
+}
+
+GemmAttrs read_gemm(const Node& n, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.size() != 2 || b.size() != 2)
+    throw_error("{}: needs 2-D operands, got {} and {}", n.where(), shape_text(a), shape_text(b));
+  GemmAttrs g;
+  g.trans_a = n.attr_int("transA", 0) != 0;
+  g.trans_b = n.attr_int("transB", 0) != 0;
+  g.alpha = n.attr_float("alpha", 1.0);
+  g.beta = n.attr_float("beta", 1.0);
+  g.m = g.trans_a ? a[1] : a[0];
+  g.k = g.trans_a ? a[0] : a[1];
+  int64_t kb = g.trans_b ? b[1] : b[0];
+  g.n = g.trans_b ? b[0] : b[1];
+  if (kb != g.k) throw_error("{}: inner dimensions {} and {} differ", n.where(), g.k, kb);
+  return g;
+}
+
+std::pair<double, double> clip_bounds(const Node& n, const Graph& g) {
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  lo = n.attr_float("min", lo);
+  hi = n.attr_float("max", hi);
+  for (size_t i = 1; i < 3 && i < n.inputs.size(); ++i) {
+    const std::string& v = n.inputs[i];
+    if (v.empty()) continue;
+    auto it = g.constants.find(v);
+    if (it == g.constants.end() || it->second.data.size() != 1)
+      throw_error("{}: bound '{}' must be a constant scalar", n.where(), v);
+    (i == 1 ? lo : hi) = it->second.data[0];
+  }
+  return {lo, hi};
+}
+
+std::vector<int64_t> reshape_target(const Node& n, const Graph& g) {
+  if (n.inputs.size() < 2) throw_error("{}: needs a shape input", n.where());
+  auto it = g.constants.find(n.inputs[1]);
+  if (it == g.constants.end())
+    throw_error("{}: the shape input '{}' is not a constant (dynamic shapes are not supported)",
+                n.where(), n.inputs[1]);
+  const std::vector<int64_t>& in = g.shape(n.inputs[0]);
+  std::vector<int64_t> out;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < it->second.data.size(); ++i) {
+    auto d = static_cast<int64_t>(it->second.data[i]);
+    if (d == 0 && n.attr_int("allowzero", 0) == 0) {
+      if (i >= in.size()) throw_error("{}: shape copies a missing dimension {}", n.where(), i);
+      d = in[i];
+    }
+    if (d == -1) {
+      if (infer >= 0) throw_error("{}: shape has two -1 dimensions", n.where());
+      infer = static_cast<int64_t>(i);
+    } else {
+      if (d < 0) throw_error("{}: negative dimension {} in the shape", n.where(), d);
+      known *= d;
+    }
+    out.push_back(d);
+  }
+  int64_t total = num_elements(in);
+  if (infer >= 0) {
+    if (known == 0 || total % known != 0)
+      throw_error("{}: cannot reshape {} into {}", n.where(), shape_text(in), shape_text(out));
+    out[infer] = total / known;
+  }
+  if (num_elements(out) != total)
+    throw_error("{}: cannot reshape {} into {}", n.where(), shape_text(in), shape_text(out));
+  return out;
+}
+
+namespace {
+
+std::vector<int64_t> infer_node(const Node& n, const Graph& g) {
+  auto in = [&](size_t i) -> const std::vector<int64_t>& {
+    if (i >= n.inputs.size() || n.inputs[i].empty())
+      throw_error("{}: input {} is missing", n.where(), i);
+    return g.shape(n.inputs[i]);
+  };
+  const std::string& op = n.op;
+  if (op == "Conv") {
+    Window2d w = read_window(n, in(0), &in(1));
+    if (n.inputs.size() > 2 && !n.inputs[2].empty() &&
+        in(2) != std::vector<int64_t>{w.out_channels})
+      throw_error("{}: bias {} does not match {} output channels", n.where(), shape_text(in(2)),
+                  w.out_channels);
+    return {w.n, w.out_channels, w.oh, w.ow};
+  }
+  if (op == "MaxPool" || op == "AveragePool") {
+    if (n.outputs.size() > 1) throw_error("{}: the Indices output is not supported", n.where());
+    Window2d w = read_window(n, in(0), nullptr);
+    return {w.n, w.c, w.oh, w.ow};
+  }
+  if (op == "GlobalAveragePool") {
+    const auto& x = in(0);
+    if (x.size() != 4) throw_error("{}: needs a 4-D NCHW input", n.where());
+    return {x[0], x[1], 1, 1};
+  }
+  if (op == "BatchNormalization") {
+    if (n.outputs.size() > 1 || n.attr_int("training_mode", 0) != 0)
+      throw_error("{}: only inference mode (one output) is supported", n.where());
+    const auto& x = in(0);
+    if (x.size() < 2) throw_error("{}: needs an input with channels", n.where());
+    for (size_t i = 1; i <= 4; ++i)
+      if (in(i) != std::vector<int64_t>{x[1]})
+        throw_error("{}: parameter {} must have {} elements", n.where(), i, x[1]);
+    return x;
+  }
+  if (op == "Relu" || op == "Clip" || op == "Identity" || op == "Dropout") return in(0);
+  if (op == "Softmax") {
+    normalize_axis(n, n.attr_int("axis", g.opset >= 13 ? -1 : 1),
+                   static_cast<int64_t>(in(0).size()));
+    return in(0);
+  }
+  if (op == "Add" || op == "Mul") {
+    try {
+      return broadcast_shapes(in(0), in(1));
+    } catch (const Error& e) {
+      throw_error("{}: {}", n.where(), e.what());
+    }
+  }
+  if (op == "Flatten") {
+    const auto& x = in(0);
+    int64_t axis = normalize_axis(n, n.attr_int("axis", 1), static_cast<int64_t>(x.size()) + 1);
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i) (i < axis ? outer : inner) *= x[i];
+    return {outer, inner};
+  }
+  if (op == "Reshape") return reshape_target(n, g);
+  if (op == "Gemm") {
+    GemmAttrs a = read_gemm(n, in(0), in(1));
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      std::vector<int64_t> y{a.m, a.n};
+      bool fits = false;
+      try {
+        fits = broadcast_shapes(y, in(2)) == y;
+      } catch (const Error&) {
+      }
+      if (!fits)
+        throw_error("{}: C {} does not broadcast to {}", n.where(), shape_text(in(2)),
+                    shape_text(y));
+    }
+    return {a.m, a.n};
+  }
+  if (op == "MatMul") {
+    const auto& a = in(0);
+    const auto& b = in(1);
+    if (a.size() < 2 || b.size() < 2) throw_error("{}: 1-D operands are not supported", n.where());
+    if (a.back() != b[b.size() - 2])
+      throw_error("{}: inner dimensions {} and {} differ", n.where(), shape_text(a), shape_text(b));
+    std::vector<int64_t> out = a;
+    if (b.size() > 2) {
+      if (b.size() != a.size() || !std::equal(a.begin(), a.end() - 2, b.begin()))
+        throw_error("{}: batch dimensions {} and {} must be equal (or B 2-D)", n.where(),
+                    shape_text(a), shape_text(b));
+    }
+    out.back() = b.back();
+    return out;
+  }
+  if (op == "Concat") {
+    std::vector<int64_t> out = in(0);
+    int64_t axis = normalize_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(out.size()));
+    for (size_t i = 1; i < n.inputs.size(); ++i) {
+      const auto& s = in(i);
+      for (size_t d = 0; d < out.size(); ++d)
+        if (s.size() != out.size() || (static_cast<int64_t>(d) != axis && s[d] != out[d]))
+          throw_error("{}: input {} {} does not fit {} along axis {}", n.where(), i, shape_text(s),
+                      shape_text(in(0)), axis);
+      out[axis] += s[axis];
+    }
+    return out;
+  }
+  if (op == "Transpose") {
+    const auto& x = in(0);
+    std::vector<int64_t> perm = transpose_perm(n, static_cast<int64_t>(x.size()));
+    std::vector<int64_t> out;
+    for (int64_t p : perm) out.push_back(x[p]);
+    return out;
+  }
+  throw_error("{}: unsupported operator (supported: {})", n.where(),
+              fmt::join(supported_ops(), ", "));
+}
+
+}  // namespace
+
+void infer_shapes(Graph& g) {
+  for (const std::string& v : g.inputs) g.shape(v);
+  for (const auto& [name, c] : g.constants) g.shapes[name] = c.shape;
+  for (const Node& n : g.nodes) {
+    if (n.outputs.size() != 1)
+      throw_error("{}: {} outputs (one is supported)", n.where(), n.outputs.size());
+    for (const std::string& v : n.inputs)
+      if (!v.empty() && !g.shapes.count(v))
+        throw_error("{}: input '{}' has no static shape", n.where(), v);
+    std::vector<int64_t> s = infer_node(n, g);
+    for (int64_t d : s)
+      if (d <= 0) throw_error("{}: inferred an empty shape {}", n.where(), shape_text(s));
+    g.shapes[n.outputs[0]] = s;
+  }
+}
+
+}  // namespace tessera::graph

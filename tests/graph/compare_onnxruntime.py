@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""End-to-end check of `tessera run-model` against onnxruntime.
+
+Builds small models with the `onnx` package and seeded random weights (an MLP, a DQN, a
+ResNet-style net, MobileNet-v2-style blocks and one model with the remaining operators), runs each
+on the same random input with onnxruntime and with `tessera run-model --json`, and fails when the
+maximum relative error (max |a - b| / max |b|) is above 1e-3. Prints both run times.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+
+class Builder:
+    """Nodes and initializers of one graph, with generated names."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def name(self, prefix):
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def const(self, array, prefix="c"):
+        name = self.name(prefix)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def weight(self, *shape, scale=None):
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
+        scale = scale or np.sqrt(2.0 / fan_in)
+        return self.const((self.rng.standard_normal(shape) * scale).astype(np.float32), "w")
+
+    def op(self, op_type, inputs, **attrs):
+        out = self.name(op_type.lower())
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        return out
+
+    def conv(self, x, c_in, c_out, k, stride=1, pad=0, group=1, bias=True):
+        w = self.weight(c_out, c_in // group, k, k)
+        inputs = [x, w]
+        if bias:
+            inputs.append(self.const((self.rng.standard_normal(c_out) * 0.1).astype(np.float32)))
+        return self.op("Conv", inputs, kernel_shape=[k, k], strides=[stride, stride],
+                       pads=[pad] * 4, group=group)
+
+    def bn(self, x, c):
+        r = self.rng
+        params = [r.uniform(0.5, 1.5, c), r.standard_normal(c) * 0.1, r.standard_normal(c) * 0.1,
+                  r.uniform(0.5, 1.5, c)]
+        return self.op("BatchNormalization",
+                       [x] + [self.const(p.astype(np.float32)) for p in params], epsilon=1e-5)
+
+    def clip6(self, x):
+        lo = self.const(np.array(0.0, dtype=np.float32))
+        hi = self.const(np.array(6.0, dtype=np.float32))
+        return self.op("Clip", [x, lo, hi])
+
+    def gemm(self, x, n_in, n_out, trans_b=1):
+        w = self.weight(n_out, n_in) if trans_b else self.weight(n_in, n_out, scale=np.sqrt(2 / n_in))
+        b = self.const((self.rng.standard_normal(n_out) * 0.1).astype(np.float32))
+        return self.op("Gemm", [x, w, b], transB=trans_b)
+
+    def model(self, name, input_shape, out):
+        graph = helper.make_graph(
+            self.nodes, name,
+            [helper.make_tensor_value_info("input", TensorProto.FLOAT, input_shape)],
+            [helper.make_empty_tensor_value_info(out)], self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        # The output's type and shape come from ONNX's own shape inference.
+        inferred = onnx.shape_inference.infer_shapes(m)
+        info = [v for v in inferred.graph.value_info if v.name == out]
+        m.graph.output[0].CopyFrom(info[0])
+        onnx.checker.check_model(m)
+        return m
+
+
+def mlp():
+    b = Builder(1)
+    h = b.op("Relu", [b.gemm("input", 64, 128)])
+    h = b.op("Relu", [b.gemm(h, 128, 64, trans_b=0)])
+    return b.model("mlp", [8, 64], b.op("Softmax", [b.gemm(h, 64, 10)], axis=-1)), [8, 64]
+
+
+def dqn():
+    b = Builder(2)
+    h = b.op("Relu", [b.conv("input", 4, 32, 8, stride=4)])
+    h = b.op("Relu", [b.conv(h, 32, 64, 4, stride=2)])
+    h = b.op("Relu", [b.conv(h, 64, 64, 3, stride=1)])
+    h = b.op("Flatten", [h], axis=1)
+    h = b.op("Relu", [b.gemm(h, 64 * 7 * 7, 512)])
+    return b.model("dqn", [1, 4, 84, 84], b.gemm(h, 512, 6)), [1, 4, 84, 84]
+
+
+def resnet():
+    b = Builder(3)
+
+    def block(x, c_in, c_out, stride):
+        h = b.op("Relu", [b.bn(b.conv(x, c_in, c_out, 3, stride, 1, bias=False), c_out)])
+        h = b.bn(b.conv(h, c_out, c_out, 3, 1, 1, bias=False), c_out)
+        shortcut = x
+        if stride != 1 or c_in != c_out:
+            shortcut = b.bn(b.conv(x, c_in, c_out, 1, stride, 0, bias=False), c_out)
+        return b.op("Relu", [b.op("Add", [h, shortcut])])
+
+    h = b.op("Relu", [b.bn(b.conv("input", 3, 16, 3, 1, 1, bias=False), 16)])
+    h = b.op("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])
+    h = block(h, 16, 16, 1)
+    h = block(h, 16, 32, 2)
+    h = b.op("Flatten", [b.op("GlobalAveragePool", [h])])
+    return b.model("resnet_block", [1, 3, 32, 32], b.gemm(h, 32, 10)), [1, 3, 32, 32]
+
+
+def mobilenet():
+    b = Builder(4)
+
+    def inverted_residual(x, c_in, c_out, expand, stride):
+        c = c_in * expand
+        h = b.clip6(b.bn(b.conv(x, c_in, c, 1, bias=False), c))
+        h = b.clip6(b.bn(b.conv(h, c, c, 3, stride, 1, group=c, bias=False), c))
+        h = b.bn(b.conv(h, c, c_out, 1, bias=False), c_out)
+        return b.op("Add", [h, x]) if stride == 1 and c_in == c_out else h
+
+    h = b.clip6(b.bn(b.conv("input", 3, 16, 3, 2, 1, bias=False), 16))
+    h = inverted_residual(h, 16, 16, 4, 1)
+    h = inverted_residual(h, 16, 24, 4, 2)
+    h = inverted_residual(h, 24, 24, 4, 1)
+    h = b.op("Flatten", [b.op("GlobalAveragePool", [h])])
+    return b.model("mobilenet_v2_blocks", [1, 3, 32, 32], b.gemm(h, 24, 10)), [1, 3, 32, 32]
+
+
+def misc():
+    """AveragePool, Mul, Concat, Reshape, Transpose, MatMul and a lone BatchNormalization."""
+    b = Builder(5)
+    a = b.op("AveragePool", ["input"], kernel_shape=[2, 2], strides=[2, 2])
+    scale = b.const(b.rng.uniform(0.5, 2.0, (1, 8, 1, 1)).astype(np.float32))
+    a = b.op("Mul", [a, scale])
+    m = b.bn(b.op("MaxPool", ["input"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 8)
+    h = b.op("Concat", [a, m], axis=1)
+    h = b.op("Reshape", [h, b.const(np.array([1, 16, -1], dtype=np.int64))])
+    h = b.op("Transpose", [h], perm=[0, 2, 1])
+    h = b.op("MatMul", [h, b.weight(16, 12)])
+    return b.model("misc_ops", [1, 8, 16, 16], b.op("Softmax", [h], axis=-1)), [1, 8, 16, 16]
+
+
+def ort_run(path, x, threads, repeat):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    feed = {sess.get_inputs()[0].name: x}
+    out = sess.run(None, feed)[0]
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        sess.run(None, feed)
+        times.append(time.perf_counter() - start)
+    return out, 1e3 * float(np.median(times))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--tessera", required=True, help="path of the tessera binary")
+    p.add_argument("--workdir", required=True, help="where the models and arrays are written")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--tolerance", type=float, default=1e-3)
+    args = p.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+
+    failures = 0
+    print(f"{'model':<22} {'max rel err':>12} {'tessera ms':>11} {'ort ms':>9}  kernels")
+    for build in (mlp, dqn, resnet, mobilenet, misc):
+        model, shape = build()
+        name = model.graph.name
+        path = os.path.join(args.workdir, name + ".onnx")
+        onnx.save(model, path)
+        x = np.random.default_rng(7).uniform(-1, 1, shape).astype(np.float32)
+        in_path = os.path.join(args.workdir, name + ".in.npy")
+        out_path = os.path.join(args.workdir, name + ".out.npy")
+        np.save(in_path, x)
+        expected, ort_ms = ort_run(path, x, args.threads, args.repeat)
+        cmd = [args.tessera, "run-model", path, "--input", in_path, "--output", out_path,
+               "--threads", str(args.threads), "--repeat", "5", "--json"]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode != 0:
+            print(f"{name:<22} FAILED: exit {run.returncode}: {run.stderr.strip()}")
+            failures += 1
+            continue
+        report = json.loads(run.stdout)
+        got = np.load(out_path)
+        if got.shape != expected.shape:
+            print(f"{name:<22} FAILED: shape {got.shape}, onnxruntime {expected.shape}")
+            failures += 1
+            continue
+        err = float(np.max(np.abs(got - expected)) / max(float(np.max(np.abs(expected))), 1e-30))
+        ok = err <= args.tolerance
+        failures += not ok
+        kernels = len(report["kernels"])
+        print(f"{name:<22} {err:>12.2e} {report['ms_median']:>11.3f} {ort_ms:>9.3f}  "
+              f"{kernels} in {report['steps']} steps, {report['nodes_imported']} -> "
+              f"{report['nodes']} nodes{'' if ok else '  FAILED'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+// The executor's compiled kernels against the reference path, on hand-built graphs after the
+// default passes (so fused nodes run too).
+#include "graph/executor.h"
+
+#include <gtest/gtest.h>
+
+#include "graph/npy.h"
+#include "graph/passes.h"
+#include "graph/reference.h"
+#include "graph_builder.h"
+
+namespace tessera {
+namespace {
+
+using graph::Graph;
+using graph::HostTensor;
+using testing::GraphBuilder;
+
+// Runs g with the executor and with the reference path on one random input; returns the error.
+double executor_error(Graph g, GraphBuilder& b, graph::Executor* out = nullptr) {
+  HostTensor x = b.random_tensor(g.shape(g.inputs[0]));
+  graph::run_default_passes(g);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(x.data);
+  ex.run();
+  HostTensor expected = graph::run_reference(g, {{g.inputs[0], x}}).at(0);
+  HostTensor got = ex.output(0);
+  EXPECT_EQ(got.shape, expected.shape);
+  if (out) *out = std::move(ex);
+  return testing::max_relative_error(got, expected);
+}
+
+TEST(GraphExecutor, ResidualConvNetMatchesTheReference) {
+  GraphBuilder b(11);
+  std::string x = b.input({1, 3, 12, 12});
+  std::string h = b.node("Relu", {b.batch_norm(b.conv(x, 3, 8, 3, 1, 1), 8)});
+  h = b.node(
+      "MaxPool", {h},
+      {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  std::string r = b.batch_norm(b.conv(h, 8, 8, 3, 1, 1, 1, false), 8);
+  h = b.node("Relu", {b.node("Add", {r, h})});
+  h = b.node("Flatten", {b.node("GlobalAveragePool", {h})});
+  Graph g = b.finish(b.node("Softmax", {b.node("Gemm", {h, b.random({10, 8}), b.random({10})},
+                                               {{"transB", int64_t{1}}})}));
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-4);
+  // conv2d_bias_relu, conv2d + its epilogue, max pool, global pool, dense + bias, softmax.
+  std::vector<std::string> kernels;
+  for (const graph::KernelInfo& k : ex.kernels()) kernels.push_back(k.workload);
+  EXPECT_EQ(kernels.at(0), "conv2d_bias_relu:N=1,C=3,H=12,W=12,O=8,K=3,S=1,P=1");
+  EXPECT_EQ(ex.kernels().at(0).schedule, "default");
+  EXPECT_EQ(kernels.at(1), "max_pool2d:N=1,C=8,H=12,W=12,K=2,S=2,P=0");
+}
+
+TEST(GraphExecutor, DepthwiseConvWithClipAndGroupedConvMatchTheReference) {
+  GraphBuilder b(12);
+  std::string x = b.input({1, 8, 9, 9});
+  std::string h = b.node("Clip", {b.conv(x, 8, 8, 3, 2, 1, 8)}, {{"min", 0.0}, {"max", 6.0}});
+  h = b.conv(h, 8, 4, 3, 1, 1, 2);  // two groups
+  graph::Executor ex;
+  EXPECT_LT(executor_error(b.finish(h), b, &ex), 1e-4);
+  EXPECT_EQ(ex.kernels().at(0).workload, "depthwise_conv2d:N=1,C=8,H=9,W=9,K=3,S=2,P=1");
+}
+
+TEST(GraphExecutor, ConcatTransposeMatMulAndLoneBatchNormMatchTheReference) {
+  GraphBuilder b(13);
+  std::string x = b.input({2, 3, 4, 4});
+  std::string a = b.node(
+      "AveragePool", {x},
+      {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  std::string m = b.batch_norm(b.node("Mul", {a, b.random({1, 3, 1, 1})}), 3);
+  std::string c = b.node("Concat", {a, m, a}, {{"axis", int64_t{1}}});  // [2, 9, 2, 2]
+  std::string t = b.node("Transpose", {c}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
+  std::string r = b.node("Reshape", {t, b.constant({{2}, {8, 9}, true})});
+  Graph g = b.finish(b.node("Relu", {b.node("MatMul", {r, b.random({9, 5})})}));
+  EXPECT_LT(executor_error(g, b), 1e-4);
+}
+
+TEST(GraphExecutor, IdenticalWorkloadsCompileOnce) {
+  GraphBuilder b(14);
+  std::string x = b.input({1, 4, 8, 8});
+  std::string h = x;
+  for (int i = 0; i < 3; ++i) h = b.node("Relu", {b.conv(h, 4, 4, 3, 1, 1)});
+  graph::Executor ex;
+  EXPECT_LT(executor_error(b.finish(h), b, &ex), 1e-4);
+  ASSERT_EQ(ex.kernels().size(), 1u);
+  EXPECT_EQ(ex.kernels()[0].uses, 3);
+  EXPECT_EQ(ex.steps(), 3);
+}
+
+TEST(GraphExecutor, AsymmetricPaddingIsOneErrorNamingTheNode) {
+  GraphBuilder b(15);
+  std::string x = b.input({1, 2, 6, 6});
+  Graph g = b.finish(
+      b.node("Conv", {x, b.random({2, 2, 3, 3})}, {{"pads", std::vector<int64_t>{0, 0, 1, 1}}}));
+  try {
+    graph::Executor::compile(g);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'Conv"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(Conv)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GraphNpy, RoundTripsShapeAndValues) {
+  std::string path = ::testing::TempDir() + "/graph_npy_test.npy";
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{5}, {2, 3, 4}}) {
+    HostTensor t{shape, {}, false};
+    for (int64_t i = 0; i < graph::num_elements(shape); ++i) t.data.push_back(0.25 * i - 1);
+    graph::write_npy(path, t);
+    HostTensor back = graph::read_npy(path);
+    EXPECT_EQ(back.shape, shape);
+    EXPECT_EQ(back.data, t.data);
+  }
+}
+
+TEST(GraphNpy, BadFilesAreOneLineErrors) {
+  std::string path = ::testing::TempDir() + "/graph_npy_bad.npy";
+  FILE* f = fopen(path.c_str(), "wb");
+  fputs("not numpy", f);
+  fclose(f);
+  EXPECT_THROW(graph::read_npy(path), Error);
+  EXPECT_THROW(graph::read_npy(path + ".missing"), Error);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,194 @@
+// ONNX models built with the protobuf classes, imported, and rejected with one clear line where
+// unsupported; `tessera run-model` on them.
+#include "graph/onnx_import.h"
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "te/error.h"
+
+namespace tessera {
+namespace {
+
+void add_input(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& dims,
+               const std::string& dynamic = "") {
+  onnx::ValueInfoProto* vi = g->add_input();
+  vi->set_name(name);
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  if (!dynamic.empty()) tt->mutable_shape()->add_dim()->set_dim_param(dynamic);
+}
+
+void add_float(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& dims,
+               float value) {
+  onnx::TensorProto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t->add_dims(d);
+    n *= d;
+  }
+  // Raw little-endian bytes, as exporters write them.
+  std::string raw(n * sizeof(float), '\0');
+  for (int64_t i = 0; i < n; ++i) {
+    float v = value * static_cast<float>(i % 7 - 3);
+    std::memcpy(&raw[i * sizeof(float)], &v, sizeof(float));
+  }
+  t->set_raw_data(raw);
+}
+
+onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, const std::string& name,
+                          std::vector<std::string> in, const std::string& out) {
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const std::string& i : in) n->add_input(i);
+  n->add_output(out);
+  return n;
+}
+
+void add_ints(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+// x [1, 2, 8, 8] -> Conv 3x3 stride 2 pad 1 -> Relu -> Flatten -> Gemm (transB) -> y [1, 3]
+onnx::ModelProto small_model(const std::string& extra_op = "", const std::string& dynamic = "") {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  add_input(g, "x",
+            dynamic.empty() ? std::vector<int64_t>{1, 2, 8, 8} : std::vector<int64_t>{2, 8, 8},
+            dynamic);
+  add_float(g, "w", {4, 2, 3, 3}, 0.1f);
+  add_float(g, "fc", {3, 64}, 0.01f);
+  onnx::NodeProto* conv = add_node(g, "Conv", "conv1", {"x", "w"}, "c");
+  add_ints(conv, "strides", {2, 2});
+  add_ints(conv, "pads", {1, 1, 1, 1});
+  add_node(g, "Relu", "relu1", {"c"}, "r");
+  std::string last = "r";
+  if (!extra_op.empty()) {
+    add_node(g, extra_op, "odd1", {"r"}, "o");
+    last = "o";
+  }
+  add_node(g, "Flatten", "flat", {last}, "f");
+  onnx::NodeProto* gemm = add_node(g, "Gemm", "fc1", {"f", "fc"}, "y");
+  onnx::AttributeProto* t = gemm->add_attribute();
+  t->set_name("transB");
+  t->set_type(onnx::AttributeProto::INT);
+  t->set_i(1);
+  g->add_output()->set_name("y");
+  return m;
+}
+
+std::string error_of(const onnx::ModelProto& m) {
+  try {
+    graph::import_onnx_bytes(m.SerializeAsString());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(GraphOnnxImport, ReadsNodesAttributesInitializersAndShapes) {
+  graph::Graph g = graph::import_onnx_bytes(small_model().SerializeAsString());
+  ASSERT_EQ(g.nodes.size(), 4u);
+  EXPECT_EQ(g.nodes[0].op, "Conv");
+  EXPECT_EQ(g.nodes[0].attr_ints("strides", {}), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(g.nodes[3].attr_int("transB", 0), 1);
+  EXPECT_EQ(g.shape("c"), (std::vector<int64_t>{1, 4, 4, 4}));
+  EXPECT_EQ(g.shape("f"), (std::vector<int64_t>{1, 64}));
+  EXPECT_EQ(g.shape("y"), (std::vector<int64_t>{1, 3}));
+  ASSERT_TRUE(g.is_constant("w"));
+  EXPECT_FLOAT_EQ(g.constants.at("w").data[1], 0.1f * -2);
+  EXPECT_EQ(g.opset, 13);
+}
+
+TEST(GraphOnnxImport, UnsupportedOpNamesTheNodeAndItsType) {
+  std::string e = error_of(small_model("LpNormalization"));
+  EXPECT_NE(e.find("node 'odd1' (LpNormalization): unsupported operator"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << "one line";
+}
+
+TEST(GraphOnnxImport, DynamicDimensionNamesTheReadingNode) {
+  std::string e = error_of(small_model("", "batch"));
+  EXPECT_NE(e.find("dynamic dimension 'batch'"), std::string::npos) << e;
+  EXPECT_NE(e.find("node 'conv1' (Conv)"), std::string::npos) << e;
+}
+
+TEST(GraphOnnxImport, GarbageIsNotAModel) {
+  EXPECT_THROW(graph::import_onnx_bytes("\x08\x01garbage\xff\xff"), Error);
+  EXPECT_THROW(graph::import_onnx("/nonexistent/model.onnx"), Error);
+}
+
+std::string write_model(const onnx::ModelProto& m, const std::string& name) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream out(path, std::ios::binary);
+  out << m.SerializeAsString();
+  return path;
+}
+
+TEST(GraphRunModelCli, RunsAModelAndChecksItAgainstTheReference) {
+  std::string path = write_model(small_model(), "run_model_small.onnx");
+  testing::CliOutcome r = testing::run_cli("run-model " + path + " --check --threads 1 --repeat 1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("output    y [1, 3]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("template's default configuration (no --db)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("check     max relative error"), std::string::npos) << r.out;
+}
+
+// A recorded configuration of one of the model's workloads is used for that kernel, as `tessera
+// bench` uses it; the others stay at their default configuration.
+TEST(GraphRunModelCli, UsesTheBestRecordedConfigurationFromTheDb) {
+  std::string db = ::testing::TempDir() + "/run_model_records.db";
+  std::remove(db.c_str());
+  testing::CliOutcome m =
+      testing::run_cli("measure dense:B=1,I=64,O=3 -s 'parallel(@outermost)' --db " + db);
+  ASSERT_EQ(m.exit_code, 0) << m.out;
+  std::string path = write_model(small_model(), "run_model_db.onnx");
+  testing::CliOutcome r =
+      testing::run_cli("run-model " + path + " --db " + db + " --threads 1 --repeat 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  int from_db = 0, defaults = 0;
+  for (const auto& k : j["kernels"]) {
+    if (k["schedule"] == "db") {
+      ++from_db;
+      EXPECT_EQ(k["workload"], "dense:B=1,I=64,O=3");
+      EXPECT_EQ(k["strategy"], "parallel(@outermost)");
+    }
+    defaults += k["schedule"] == "default";
+  }
+  EXPECT_EQ(from_db, 1) << r.out;
+  EXPECT_EQ(defaults, 1) << r.out;  // the conv
+}
+
+TEST(GraphRunModelCli, BadInputExitsTwoWithOneLine) {
+  std::string path = write_model(small_model("LpNormalization"), "run_model_bad.onnx");
+  testing::CliOutcome r = testing::run_cli("run-model " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.out.rfind("tessera: error: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("(LpNormalization)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
+
+  testing::CliOutcome missing = testing::run_cli("run-model /nonexistent.onnx");
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  std::string good = write_model(small_model(), "run_model_good.onnx");
+  testing::CliOutcome bad_npy = testing::run_cli("run-model " + good + " --input " + good);
+  EXPECT_EQ(bad_npy.exit_code, 2) << bad_npy.out;
+  EXPECT_NE(bad_npy.out.find("not a .npy file"), std::string::npos) << bad_npy.out;
+}
+
+}  // namespace
+}  // namespace tessera

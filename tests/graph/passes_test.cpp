@@ -1,0 +1,180 @@
+// Each pass on hand-built graphs: what it rewrites, and that the reference path computes the same
+// outputs before and after on random inputs.
+#include "graph/passes.h"
+
+#include <gtest/gtest.h>
+
+#include "graph/reference.h"
+#include "graph_builder.h"
+
+namespace tessera {
+namespace {
+
+using graph::Epilogue;
+using graph::Graph;
+using graph::HostTensor;
+using testing::GraphBuilder;
+
+HostTensor run(const Graph& g, const HostTensor& x) {
+  return graph::run_reference(g, {{g.inputs[0], x}}).at(0);
+}
+
+int count_op(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const graph::Node& node : g.nodes) n += node.op == op;
+  return n;
+}
+
+// conv -> bn -> relu, conv -> bn, + residual, relu: a ResNet basic block.
+Graph residual_block(GraphBuilder& b, bool conv_bias) {
+  std::string x = b.input({2, 4, 9, 9});
+  std::string h = b.node("Relu", {b.batch_norm(b.conv(x, 4, 4, 3, 1, 1, 1, conv_bias), 4)});
+  h = b.batch_norm(b.conv(h, 4, 4, 3, 1, 1, 1, conv_bias), 4);
+  return b.finish(b.node("Relu", {b.node("Add", {h, x})}));
+}
+
+TEST(GraphPasses, BatchNormFoldsIntoTheConvWithTheSameOutputs) {
+  for (bool bias : {true, false}) {
+    GraphBuilder b(1);
+    Graph g = residual_block(b, bias);
+    HostTensor x = b.random_tensor({2, 4, 9, 9});
+    HostTensor before = run(g, x);
+    EXPECT_EQ(graph::fold_batch_norm(g), 2);
+    EXPECT_EQ(count_op(g, "BatchNormalization"), 0);
+    EXPECT_EQ(count_op(g, "Conv"), 2);
+    for (const graph::Node& n : g.nodes) {
+      if (n.op == "Conv") {
+        EXPECT_EQ(n.inputs.size(), 3u) << "the folded conv gains a bias";
+      }
+    }
+    EXPECT_LT(testing::max_relative_error(run(g, x), before), 1e-12) << graph::print_graph(g);
+  }
+}
+
+TEST(GraphPasses, BatchNormStaysWhenTheConvOutputHasAnotherReader) {
+  GraphBuilder b(2);
+  std::string x = b.input({1, 3, 6, 6});
+  std::string c = b.conv(x, 3, 3, 3, 1, 1);
+  Graph g = b.finish(b.node("Add", {b.batch_norm(c, 3), c}));
+  EXPECT_EQ(graph::fold_batch_norm(g), 0);
+  EXPECT_EQ(count_op(g, "BatchNormalization"), 1);
+}
+
+TEST(GraphPasses, EpiloguesFuseIntoTheProducerWithTheSameOutputs) {
+  GraphBuilder b(3);
+  Graph g = residual_block(b, true);
+  HostTensor x = b.random_tensor({2, 4, 9, 9});
+  HostTensor before = run(g, x);
+  graph::fold_batch_norm(g);
+  EXPECT_EQ(graph::fuse_epilogues(g), 3);  // relu; add + relu
+  ASSERT_EQ(g.nodes.size(), 2u) << graph::print_graph(g);
+  EXPECT_EQ(g.nodes[0].label(), "Conv+Relu");
+  EXPECT_EQ(g.nodes[1].label(), "Conv+Add+Relu");
+  EXPECT_EQ(g.nodes[1].inputs.back(), g.inputs[0]) << "the residual is the block's input";
+  EXPECT_LT(testing::max_relative_error(run(g, x), before), 1e-12);
+}
+
+// The residual comes from a branch computed after the producer: the fused node moves down to
+// the Add, where both operands exist.
+TEST(GraphPasses, ResidualFromALaterBranchMovesTheFusedNodeDown) {
+  GraphBuilder b(4);
+  std::string x = b.input({1, 4, 6, 6});
+  std::string main = b.conv(x, 4, 4, 3, 1, 1);
+  std::string side = b.node("Relu", {b.conv(x, 4, 4, 1, 1, 0)});
+  Graph g = b.finish(b.node("Clip", {b.node("Add", {main, side})}, {{"min", 0.0}, {"max", 6.0}}));
+  HostTensor in = b.random_tensor({1, 4, 6, 6});
+  HostTensor before = run(g, in);
+  EXPECT_EQ(graph::fuse_epilogues(g), 3);
+  ASSERT_EQ(g.nodes.size(), 2u) << graph::print_graph(g);
+  EXPECT_EQ(g.nodes[0].label(), "Conv+Relu");
+  EXPECT_EQ(g.nodes[1].label(), "Conv+Add+Clip(0,6)");
+  EXPECT_NO_THROW(graph::sort_topologically(g));
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+}
+
+TEST(GraphPasses, GemmFusesBiasAddAndClipButNotAGraphOutputsReader) {
+  GraphBuilder b(5);
+  std::string x = b.input({3, 5});
+  std::string y = b.node("Gemm", {x, b.random({5, 7})});
+  std::string z = b.node("Add", {y, b.random({7})});
+  Graph g =
+      b.finish(b.node("Clip", {z, b.constant({{}, {0.0}, false}), b.constant({{}, {0.5}, false})}));
+  HostTensor in = b.random_tensor({3, 5});
+  HostTensor before = run(g, in);
+  EXPECT_EQ(graph::fuse_epilogues(g), 2);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].epilogue[0].kind, Epilogue::Kind::kAdd);
+  EXPECT_EQ(g.nodes[0].epilogue[1].kind, Epilogue::Kind::kClip);
+  EXPECT_EQ(g.nodes[0].epilogue[1].hi, 0.5);
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+
+  GraphBuilder b2(6);
+  std::string x2 = b2.input({3, 5});
+  std::string y2 = b2.node("Gemm", {x2, b2.random({5, 7})});
+  Graph g2 = b2.finish(b2.node("Relu", {y2}));
+  g2.outputs.push_back(y2);
+  EXPECT_EQ(graph::fuse_epilogues(g2), 0) << "the Gemm's own result is an output";
+}
+
+TEST(GraphPasses, AddThatWouldBroadcastTheResultIsNotFused) {
+  GraphBuilder b(7);
+  std::string x = b.input({1, 4, 5, 5});
+  std::string big = b.input({2, 4, 5, 5});
+  Graph g = b.finish(b.node("Add", {b.conv(x, 4, 4, 1, 1, 0), big}));
+  EXPECT_EQ(graph::fuse_epilogues(g), 0);
+}
+
+TEST(GraphPasses, ConstantFoldingEvaluatesShapeAndWeightSubgraphs) {
+  GraphBuilder b(8);
+  std::string x = b.input({2, 3, 4});
+  std::string shape = b.constant({{2}, {2, -1}, true});
+  std::string weights = b.node("Transpose", {b.random({5, 12})});  // [12, 5]
+  std::string scaled = b.node("Mul", {weights, b.random({1})});
+  Graph g = b.finish(b.node("MatMul", {b.node("Reshape", {x, shape}), scaled}));
+  HostTensor in = b.random_tensor({2, 3, 4});
+  HostTensor before = run(g, in);
+  EXPECT_EQ(graph::fold_constants(g), 2);
+  EXPECT_EQ(count_op(g, "Transpose"), 0);
+  EXPECT_EQ(count_op(g, "Reshape"), 1) << "its data input is not constant";
+  ASSERT_EQ(g.nodes.back().op, "MatMul");
+  EXPECT_TRUE(g.is_constant(g.nodes.back().inputs[1]));
+  EXPECT_EQ(g.constants.at(g.nodes.back().inputs[1]).shape, (std::vector<int64_t>{12, 5}));
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+}
+
+TEST(GraphPasses, DeadNodesAndUnreadConstantsAreRemoved) {
+  GraphBuilder b(9);
+  std::string x = b.input({4, 4});
+  std::string live = b.node("Relu", {x});
+  b.node("Gemm", {x, b.random({4, 4})});  // read by nothing
+  Graph g = b.finish(live);
+  size_t constants = g.constants.size();
+  EXPECT_EQ(graph::eliminate_dead_nodes(g), 1);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op, "Relu");
+  EXPECT_EQ(g.constants.size(), constants - 1);
+}
+
+TEST(GraphPasses, DefaultPassesOnAMobileNetBlockKeepTheOutputs) {
+  GraphBuilder b(10);
+  std::string x = b.input({1, 8, 10, 10});
+  auto clip = [&](const std::string& v) {
+    return b.node("Clip", {v, b.constant({{}, {0.0}, false}), b.constant({{}, {6.0}, false})});
+  };
+  std::string h = clip(b.batch_norm(b.conv(x, 8, 16, 1, 1, 0, 1, false), 16));
+  h = clip(b.batch_norm(b.conv(h, 16, 16, 3, 1, 1, 16, false), 16));
+  h = b.batch_norm(b.conv(h, 16, 8, 1, 1, 0, 1, false), 8);
+  Graph g = b.finish(b.node("Add", {h, x}));
+  HostTensor in = b.random_tensor({1, 8, 10, 10});
+  HostTensor before = run(g, in);
+  std::vector<graph::PassLog> log = graph::run_default_passes(g);
+  EXPECT_EQ(log[1].changed, 3);  // batch norms
+  EXPECT_EQ(log[2].changed, 3);  // two clips, one add
+  ASSERT_EQ(g.nodes.size(), 3u) << graph::print_graph(g);
+  EXPECT_EQ(g.nodes[1].label(), "Conv+Clip(0,6)");
+  EXPECT_EQ(g.nodes[2].label(), "Conv+Add");
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+}
+
+}  // namespace
+}  // namespace tessera
