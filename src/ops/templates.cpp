@@ -97,7 +97,13 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
       choice_knob("parallel", {"off", "outer"}),
       kc_knob(k),
   };
-  auto instantiate = [g](const ConfigSpace& s, const Config& c) {
+  // An L2 block of rows (GotoBLAS's mc) for products too large for one operand to stay in
+  // cache across the other's blocks: the j blocks run over tile_mc row tiles at a time, so those
+  // rows of A are reused from L2 instead of streamed from L3 once per j block (2048 on AVX2:
+  // 0.79x oneDNN without it).
+  const bool row_blocks = m >= 512 && n >= 512;
+  if (row_blocks) knobs.push_back(int_knob("tile_mc", {0, 8, 16, 32}));
+  auto instantiate = [g, row_blocks](const ConfigSpace& s, const Config& c) {
     const auto& tile = s.value(c, "tile");
     const int64_t rows = tile[0], vectors = tile[1], lanes = tile[2];
     const auto& tk = s.value(c, "tile_k");
@@ -123,6 +129,17 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
     }
     std::string first = (i_first ? g.i : g.j) + ".outer", second = (i_first ? g.j : g.i) + ".outer";
     std::vector<std::string> order{first, second, ko};
+    // With row blocks the j blocks run inside a block of rows: i.outer.outer, j.outer,
+    // i.outer.inner (in i-first order the split changes no order, only names).
+    const int64_t mc = row_blocks ? s.value0(c, "tile_mc") : 0;
+    if (mc > 0) {
+      steps.push_back(split(g.i + ".outer", mc));
+      const std::string rows_outer = g.i + ".outer.outer", rows_inner = g.i + ".outer.inner";
+      order = i_first ? std::vector<std::string>{rows_outer, rows_inner, second, ko}
+                      : std::vector<std::string>{rows_outer, first, rows_inner, ko};
+      if (i_first) first = rows_outer;
+      if (!i_first) second = rows_inner;
+    }
     if (kc > 0) order.insert(order.begin(), g.k + ".outer");
     order.insert(order.end(), g.unit_loops.begin(), g.unit_loops.end());
     order.insert(order.end(), {ki, g.i + ".inner", g.j + ".inner.outer", g.j + ".inner.inner"});

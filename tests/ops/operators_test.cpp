@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 
 #include "ops/evaluate.h"
 #include "ops/templates.h"
@@ -95,6 +96,31 @@ TEST(Operators, RandomConfigurationsOfEverySpaceAreCorrect) {
     }
     EXPECT_GE(applied, 6) << "most configurations of a space should apply";
   }
+}
+
+// Large products get row blocks (tile_mc): the j blocks run over a block of row tiles at a time.
+// Rows that do not divide into blocks leave a partial block, which must still be right.
+TEST(Operators, RowBlocksOfLargeProductsAreCorrect) {
+  const char* w = "matmul:M=520,N=512,K=8";
+  OpInstance op = instantiate(parse_workload(w));
+  ConfigSpace space = space_for(parse_workload(w));
+  std::mt19937_64 rng(11);
+  std::set<std::string> orders;
+  for (int i = 0; i < 200 && orders.size() < 2; ++i) {
+    Config c = space.sample(rng);
+    if (space.value0(c, "tile_mc") == 0 || orders.count(space.label(c, "order"))) continue;
+    ProgramStrategy s = space.instantiate(c);
+    ASSERT_NE(s.text().find("split(i.outer, "), std::string::npos) << s.text();
+    RewriteResult<Program> r = s(op.program);
+    ASSERT_TRUE(r.ok()) << s.text() << ": " << r.message();
+    Evaluation ev = run_untimed(op, r.program(), 2, i);
+    EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
+    orders.insert(space.label(c, "order"));
+  }
+  EXPECT_EQ(orders.size(), 2u);
+  // Small products keep the space they had.
+  ConfigSpace small = space_for(parse_workload("matmul:M=256,N=256,K=256"));
+  for (const Knob& k : small.knobs()) EXPECT_NE(k.name, "tile_mc");
 }
 
 // Dense's dot form: vectors along the reduction of X[B][I] and W[O][I] (rfactor), partial sums
