@@ -595,7 +595,10 @@ ConfigSpace space_for(const Workload& w) {
   if (w.op == "batch_matmul") return batch_matmul_space(w);
   if (w.op == "depthwise_conv2d") {
     int64_t c = w.get("C");
-    int64_t lanes = c % 16 == 0 ? 16 : c % 8 == 0 ? 8 : 0;
+    // Channel blocks of the ISA's vector (8 on AVX2, 16 on AVX-512), or of 8 when C allows no
+    // more.
+    const int64_t isa_lanes = target_isa().f32_lanes;
+    int64_t lanes = c % isa_lanes == 0 ? isa_lanes : c % 8 == 0 ? 8 : 0;
     if (lanes == 0) return window_space(w, "dwconv");
     return choice_of_spaces(w.text(), "form",
                             {{"rows", window_space(w, "dwconv")},
