@@ -11,7 +11,8 @@ the instruction stream. A point near its slanted roof is bound by that level's b
 lacks is reuse. The model is coarse: writes are held to the read bandwidth, and a private level
 counts once per thread (one thread per core). Writes a figure (.png) and a table (.md) with each
 workload's share of its roof; a workload in several tables is taken from the last, rows whose
-kernel was wrong are left out. Example:
+kernel was wrong are left out. The roof is the ISA's that fma_peak measures: TESSERA_ISA=avx2
+gives the AVX2 roof on any AVX2 machine (run the suite under the same setting). Example:
 
   /usr/bin/python3 bench/roofline.py --csv docs/bench/2026-12-01-matmul-v6-t2.csv \\
       docs/bench/2026-12-01-resnet-nchwc-t2.csv --threads 2 --out docs/bench/roofline-t2
@@ -140,7 +141,9 @@ def main():
     rows = read_rows(args.csv, args.threads)
     if not rows:
         sys.exit(f"roofline: no rows with threads={args.threads} in {', '.join(args.csv)}")
-    lines = [f"Roofline, {args.threads} thread(s): FMA peak {peak:.1f} GFLOP/s; read bandwidth "
+    isa = roofs.get("isa", "avx512")  # fma_peak before it measured AVX2 knew only AVX-512
+    lines = [f"Roofline, {args.threads} thread(s), {isa}: FMA peak {peak:.1f} GFLOP/s; read "
+             "bandwidth "
              + ", ".join(f"{lvl} {bandwidth[lvl]:.1f}" for lvl in ("L2", "L3", "memory"))
              + " GB/s (bench/fma_peak). Intensity: FLOPs per compulsory byte. Roof: the lower of "
              "the FMA peak and intensity × the bandwidth of the level that holds the working set. "
@@ -185,7 +188,7 @@ def main():
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per compulsory byte)")
     ax.set_ylabel("GFLOP/s")
-    ax.set_title(f"Roofline, {args.threads} thread(s), FMA peak {peak:.0f} GFLOP/s")
+    ax.set_title(f"Roofline, {args.threads} thread(s), {isa}, FMA peak {peak:.0f} GFLOP/s")
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, which="both", lw=0.2)
     fig.tight_layout()
