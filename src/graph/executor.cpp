@@ -38,12 +38,12 @@ namespace {
 // more than they save (a few microseconds each, far more when a core is busy elsewhere).
 constexpr double kParallelFlops = 2e6;
 
-// The template's default configuration: every knob at its first value, which the templates
-// order as their plainest choice, except that the outer loop runs in parallel where a
-// `parallel` knob offers it and the kernel is large enough.
-Config default_config(const ConfigSpace& space, double flops) {
+// Every knob at its first value, which the templates order as their plainest choice, except
+// that the outer loop runs in parallel where a `parallel` knob offers it: the fallback for a
+// kernel whose default configuration (ops/templates.h) does not apply.
+Config first_values_config(const ConfigSpace& space, bool parallel) {
   Config c = space.from_index(0);
-  if (flops < kParallelFlops) return c;
+  if (!parallel) return c;
   for (size_t k = 0; k < space.knobs().size(); ++k) {
     const Knob& knob = space.knobs()[k];
     bool is_parallel =
@@ -171,12 +171,16 @@ class Planner {
     }
     if (info.schedule == "plain") {
       ConfigSpace space = space_for(w);
-      ProgramStrategy s = space.instantiate(default_config(space, op.flops));
-      RewriteResult<Program> r = s(op.program);
-      if (r) {
+      bool parallel = op.flops >= kParallelFlops;
+      for (const Config& c : {default_config(space, w, parallel ? num_threads() : 1),
+                              first_values_config(space, parallel)}) {
+        ProgramStrategy s = space.instantiate(c);
+        RewriteResult<Program> r = s(op.program);
+        if (!r) continue;
         program = r.program();
         info.schedule = "default";
         info.strategy = s.text();
+        break;
       }
     }
     add_kernel(key, std::move(info), codegen_c(program), std::move(args));
