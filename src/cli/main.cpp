@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "bench/openblas_env.h"
+#include "cli/compile_command.h"
 #include "cli/db_command.h"
 #include "cli/run_model_command.h"
 #include "cli/tune_all_command.h"
@@ -170,15 +171,17 @@ int main(int argc, char** argv) {
   TuneCommands tune_commands = add_tune_commands(app);
   TuneAllCommand tune_all_cmd = add_tune_all_command(app);
   RunModelCommand run_model_cmd = add_run_model_command(app);
+  CompileCommand compile_cmd = add_compile_command(app);
 
   if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "run" &&
       std::string(argv[1]) != "ops" && std::string(argv[1]) != "db" &&
       std::string(argv[1]) != "measure" && std::string(argv[1]) != "tune" &&
       std::string(argv[1]) != "tune-all" && std::string(argv[1]) != "bench" &&
-      std::string(argv[1]) != "run-model") {
-    std::cerr << "tessera: error: unknown command '" << argv[1]
-              << "' (commands: run, run-model, ops, tune, tune-all, bench, db, measure; see "
-                 "--help)\n";
+      std::string(argv[1]) != "run-model" && std::string(argv[1]) != "compile") {
+    std::cerr
+        << "tessera: error: unknown command '" << argv[1]
+        << "' (commands: run, run-model, compile, ops, tune, tune-all, bench, db, measure; see "
+           "--help)\n";
     return 2;
   }
   // The library baselines of `tessera bench` run at their best (and only there).
@@ -197,6 +200,7 @@ int main(int argc, char** argv) {
   if (std::optional<int> code = run_tune_commands(tune_commands)) return *code;
   if (std::optional<int> code = run_tune_all_command(tune_all_cmd)) return *code;
   if (std::optional<int> code = run_run_model_command(run_model_cmd)) return *code;
+  if (std::optional<int> code = run_compile_command(compile_cmd)) return *code;
   if (std::optional<int> code = run_db_commands(*db_commands)) return *code;
   return ops_command();
 }

@@ -94,6 +94,8 @@ int run_model(const RunModelArgs& args) {
   std::vector<graph::HostTensor> outputs;
   for (size_t i = 0; i < ex.num_outputs(); ++i) outputs.push_back(ex.output(i));
   Timing timing = time_function([&] { ex.run(); }, args.repeat, 20);
+  std::vector<double> kernel_ms;
+  if (args.profile) kernel_ms = ex.profile(args.repeat);
 
   double check_error = -1;
   if (args.check) {
@@ -133,11 +135,14 @@ int run_model(const RunModelArgs& args) {
       j["outputs"].push_back(
           {{"name", s.name}, {"shape", s.shape}, {"checksum", s.checksum}, {"first", s.first}});
     }
-    for (const graph::KernelInfo& k : ex.kernels())
+    for (size_t i = 0; i < ex.kernels().size(); ++i) {
+      const graph::KernelInfo& k = ex.kernels()[i];
       j["kernels"].push_back({{"workload", k.workload},
                               {"schedule", k.schedule},
                               {"strategy", k.strategy},
                               {"uses", k.uses}});
+      if (args.profile) j["kernels"].back()["ms"] = kernel_ms[i];
+    }
     j["steps"] = ex.steps();
     j["threads"] = num_threads();
     j["ms_median"] = timing.median * 1e3;
@@ -157,8 +162,11 @@ int run_model(const RunModelArgs& args) {
         "template's default configuration{}, {} graph te kernels\n",
         ex.kernels().size(), ex.steps(), recorded, defaults,
         args.db.empty() ? " (no --db)" : " (no records)", fixed);
-    for (const graph::KernelInfo& k : ex.kernels())
-      std::cout << fmt::format("          {:<8} x{} {}\n", k.schedule, k.uses, k.workload);
+    for (size_t i = 0; i < ex.kernels().size(); ++i) {
+      const graph::KernelInfo& k = ex.kernels()[i];
+      std::string ms = args.profile ? fmt::format(" {:9.4f} ms", kernel_ms[i]) : "";
+      std::cout << fmt::format("         {} {:<8} x{} {}\n", ms, k.schedule, k.uses, k.workload);
+    }
     std::cout << fmt::format("input     {} {} ({})\n", g.inputs[0], graph::shape_text(input.shape),
                              random_input ? fmt::format("random, seed {}", args.seed) : args.input);
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -197,6 +205,8 @@ RunModelCommand add_run_model_command(CLI::App& app) {
   c.app->add_option("--seed", a.seed, "Seed of the random input");
   c.app->add_flag("--check", a.check,
                   "Compare with the naive reference path (exit 1 above 1e-3 relative error)");
+  c.app->add_flag("--profile", a.profile,
+                  "Time each kernel (the sum over its steps, median of --repeat runs)");
   c.app->add_flag("--json", a.json, "Print the result as JSON");
   return c;
 }

@@ -16,7 +16,8 @@ struct RunModelArgs {
   int threads = 0;
   int repeat = 10;
   uint64_t seed = 42;
-  bool check = false;  // compare with the graph's reference path
+  bool check = false;    // compare with the graph's reference path
+  bool profile = false;  // time each kernel
   bool json = false;
 };
 

@@ -47,29 +47,43 @@ void show_progress(const TuneAllProgress& p) {
   }
 }
 
+int bad_input(const std::string& message) {
+  std::cerr << "tessera: error: " << message << "\n";
+  return 2;
+}
+
 int tune_all_command(const TuneAllArgs& args) {
-  auto bad = [](const std::string& message) {
-    std::cerr << "tessera: error: " << message << "\n";
-    return 2;
-  };
   if (args.file.empty() == args.model.empty())
-    return bad("tune-all needs a task FILE or --model NAME (one of them)");
-  TuneAllResult r;
+    return bad_input("tune-all needs a task FILE or --model NAME (one of them)");
+  std::vector<TaskSpec> specs;
   try {
-    std::vector<TaskSpec> specs;
     if (!args.model.empty()) {
       specs = model_tasks(args.model);
     } else {
       if (!std::filesystem::is_regular_file(args.file))
-        return bad("cannot read task list " + args.file);
+        return bad_input("cannot read task list " + args.file);
       specs = parse_task_list(read_text_file(args.file), args.file);
     }
-    MeasureParams measure;
-    measure.run.threads = args.threads;
-    r = tune_all(specs, args.params, measure, args.db, show_progress);
   } catch (const Error& e) {
     std::string message = e.what();
-    return bad(message.substr(0, message.find('\n')));
+    return bad_input(message.substr(0, message.find('\n')));
+  }
+  return tune_task_list(specs, args);
+}
+
+}  // namespace
+
+int tune_task_list(const std::vector<TaskSpec>& specs, const TuneAllArgs& args) {
+  TuneAllResult r;
+  try {
+    MeasureParams measure;
+    measure.run.threads = args.threads;
+    TuneAllParams params = args.params;
+    params.scheduler.batch_size = params.tune.batch_size;
+    r = tune_all(specs, params, measure, args.db, show_progress);
+  } catch (const Error& e) {
+    std::string message = e.what();
+    return bad_input(message.substr(0, message.find('\n')));
   }
   if (args.json) {
     nlohmann::json j;
@@ -119,8 +133,6 @@ int tune_all_command(const TuneAllArgs& args) {
   return 0;
 }
 
-}  // namespace
-
 TuneAllCommand add_tune_all_command(CLI::App& app) {
   TuneAllCommand c;
   TuneAllArgs& a = *c.args;
@@ -131,54 +143,50 @@ TuneAllCommand add_tune_all_command(CLI::App& app) {
   c.app->add_option("file", a.file,
                     "Task list: one workload per line, optionally after a name; # comments");
   c.app->add_option("--model", a.model, "A built-in list instead of FILE: resnet18-convs");
-  a.params.tune.trials = 1024;
-  c.app->add_option("--trials,-n", a.params.tune.trials, "Trials for all tasks together")
-      ->check(positive_number());
-  c.app->add_option("--tuner", a.params.tune.tuner, "xgb (rank loss), xgb-reg, random, grid or ga")
-      ->check(CLI::IsMember({"xgb", "xgb-reg", "random", "grid", "ga"}));
-  c.app
-      ->add_option("--features", a.params.tune.features,
-                   "Cost-model features: relation (default), context or knob")
-      ->check(CLI::IsMember({"relation", "context", "knob"}));
-  c.app
-      ->add_option("--transfer", a.params.tune.transfer,
-                   "Transfer learning through the DB's global model: on (auto: the default) or "
-                   "off")
-      ->check(CLI::IsMember({"on", "off", "auto"}));
-  c.app
-      ->add_option("--transfer-n0", a.params.tune.transfer_n0,
-                   "Local records at which the global model's weight has halved: w = 1 / (1 + "
-                   "n / n0)")
-      ->check(positive_number());
-  c.app
-      ->add_option("--transfer-epsilon", a.params.tune.transfer_epsilon,
-                   "Extra random share of each batch while the global model dominates: epsilon + "
-                   "this * w (default 0.25; 0 explores no more than without transfer)")
-      ->check(CLI::Range(0.0, 1.0));
-  c.app->add_option("--batch", a.params.tune.batch_size, "Trials per allocation to one task")
-      ->check(positive_number());
-  add_retime_options(c.app, a.params.tune);
-  c.app
-      ->add_option(
-          "--task-early-stop", a.params.scheduler.early_stop,
-          "Rest a task after this many trials without a better best, until every task rests "
-          "(0: never)")
-      ->check(non_negative_number());
-  c.app->add_option("--db", a.db, "Records DB (SQLite; created on first use)");
-  c.app
-      ->add_option("--threads,-t", a.threads,
-                   "Threads of the measured kernels (0, the default: all cores)")
-      ->check(thread_count());
-  c.app->add_option("--seed", a.params.tune.seed, "Seed of every random choice");
-  c.app->add_flag("--json", a.json, "Print the result as one JSON object");
+  add_tune_all_options(c.app, a);
   return c;
+}
+
+void add_tune_all_options(CLI::App* app, TuneAllArgs& a) {
+  a.params.tune.trials = 1024;
+  app->add_option("--trials,-n", a.params.tune.trials, "Trials for all tasks together")
+      ->check(positive_number());
+  app->add_option("--tuner", a.params.tune.tuner, "xgb (rank loss), xgb-reg, random, grid or ga")
+      ->check(CLI::IsMember({"xgb", "xgb-reg", "random", "grid", "ga"}));
+  app->add_option("--features", a.params.tune.features,
+                  "Cost-model features: relation (default), context or knob")
+      ->check(CLI::IsMember({"relation", "context", "knob"}));
+  app->add_option("--transfer", a.params.tune.transfer,
+                  "Transfer learning through the DB's global model: on (auto: the default) or "
+                  "off")
+      ->check(CLI::IsMember({"on", "off", "auto"}));
+  app->add_option("--transfer-n0", a.params.tune.transfer_n0,
+                  "Local records at which the global model's weight has halved: w = 1 / (1 + "
+                  "n / n0)")
+      ->check(positive_number());
+  app->add_option("--transfer-epsilon", a.params.tune.transfer_epsilon,
+                  "Extra random share of each batch while the global model dominates: epsilon + "
+                  "this * w (default 0.25; 0 explores no more than without transfer)")
+      ->check(CLI::Range(0.0, 1.0));
+  app->add_option("--batch", a.params.tune.batch_size, "Trials per allocation to one task")
+      ->check(positive_number());
+  add_retime_options(app, a.params.tune);
+  app->add_option(
+         "--task-early-stop", a.params.scheduler.early_stop,
+         "Rest a task after this many trials without a better best, until every task rests "
+         "(0: never)")
+      ->check(non_negative_number());
+  app->add_option("--db", a.db, "Records DB (SQLite; created on first use)");
+  app->add_option("--threads,-t", a.threads,
+                  "Threads of the measured kernels (0, the default: all cores)")
+      ->check(thread_count());
+  app->add_option("--seed", a.params.tune.seed, "Seed of every random choice");
+  app->add_flag("--json", a.json, "Print the result as one JSON object");
 }
 
 std::optional<int> run_tune_all_command(const TuneAllCommand& c) {
   if (!c.app->parsed()) return std::nullopt;
-  TuneAllArgs args = *c.args;
-  args.params.scheduler.batch_size = args.params.tune.batch_size;
-  return tune_all_command(args);
+  return tune_all_command(*c.args);
 }
 
 }  // namespace tessera

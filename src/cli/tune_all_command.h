@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tune/tune_all.h"
 
@@ -25,6 +26,12 @@ struct TuneAllCommand {
 };
 
 TuneAllCommand add_tune_all_command(CLI::App& app);
+/// The options of tune-all after its task list (trials, tuner, transfer, re-timing, DB,
+/// threads, seed, JSON), for commands that tune a task list of their own.
+void add_tune_all_options(CLI::App* app, TuneAllArgs& args);
+/// Tunes `specs` as tune-all does, with its progress on stderr and its table (or JSON) on stdout.
+/// The exit code: 0, 1 when a task found no working kernel, 2 on bad input.
+int tune_task_list(const std::vector<TaskSpec>& specs, const TuneAllArgs& args);
 /// The exit code when `tune-all` was given.
 std::optional<int> run_tune_all_command(const TuneAllCommand& command);
 

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <optional>
 #include <thread>
 
@@ -36,12 +38,12 @@ namespace {
 // more than they save (a few microseconds each, far more when a core is busy elsewhere).
 constexpr double kParallelFlops = 2e6;
 
-// The template's default configuration: every knob at its first value, which the templates
-// order as their plainest choice, except that the outer loop runs in parallel where a
-// `parallel` knob offers it and the kernel is large enough.
-Config default_config(const ConfigSpace& space, double flops) {
+// Every knob at its first value, which the templates order as their plainest choice, except
+// that the outer loop runs in parallel where a `parallel` knob offers it: the fallback for a
+// kernel whose default configuration (ops/templates.h) does not apply.
+Config first_values_config(const ConfigSpace& space, bool parallel) {
   Config c = space.from_index(0);
-  if (flops < kParallelFlops) return c;
+  if (!parallel) return c;
   for (size_t k = 0; k < space.knobs().size(); ++k) {
     const Knob& knob = space.knobs()[k];
     bool is_parallel =
@@ -65,7 +67,10 @@ HostTensor transposed_2d(const HostTensor& t) {
 
 class Planner {
  public:
-  Planner(const Graph& g, const ExecutorParams& p, Executor& ex) : g_(g), params_(p), ex_(ex) {
+  // With `collect` set the planner only lists the library workloads it meets, in order.
+  Planner(const Graph& g, const ExecutorParams& p, Executor& ex,
+          std::vector<PlannedWorkload>* collect = nullptr)
+      : g_(g), params_(p), ex_(ex), collect_(collect) {
     if (!p.db.empty()) {
       db_.emplace(RecordDb::open(p.db, RecordDb::Mode::kReadOnly));
       target_key_ = detect_target().key();
@@ -77,7 +82,10 @@ class Planner {
       ex_.input_slots_.push_back(new_array(g_.shape(v)));
       slots_[v] = ex_.input_slots_.back();
     }
-    for (const Node& n : g_.nodes) plan_node(n);
+    for (const Node& n : g_.nodes) {
+      node_ = &n;
+      plan_node(n);
+    }
     for (const std::string& v : g_.outputs) {
       ex_.output_slots_.push_back(slot(v));
       ex_.output_shapes_.push_back(g_.shape(v));
@@ -144,6 +152,7 @@ class Planner {
   // A library operator under the best recorded configuration, else the template's default.
   void library_step(const std::string& text, std::vector<size_t> args) {
     std::string key = canonical_workload(text);
+    if (collect_) return collect_->push_back({key, node_->name});
     auto it = kernel_index_.find(key);
     if (it != kernel_index_.end()) return add_step(it->second, std::move(args));
     Workload w = parse_workload(key);
@@ -162,18 +171,23 @@ class Planner {
     }
     if (info.schedule == "plain") {
       ConfigSpace space = space_for(w);
-      ProgramStrategy s = space.instantiate(default_config(space, op.flops));
-      RewriteResult<Program> r = s(op.program);
-      if (r) {
+      bool parallel = op.flops >= kParallelFlops;
+      for (const Config& c : {default_config(space, w, parallel ? num_threads() : 1),
+                              first_values_config(space, parallel)}) {
+        ProgramStrategy s = space.instantiate(c);
+        RewriteResult<Program> r = s(op.program);
+        if (!r) continue;
         program = r.program();
         info.schedule = "default";
         info.strategy = s.text();
+        break;
       }
     }
     add_kernel(key, std::move(info), codegen_c(program), std::move(args));
   }
 
   void te_step(const TeKernel& k, std::vector<size_t> args) {
+    if (collect_) return;
     std::string code = codegen_c(k.program);
     auto it = kernel_index_.find(code);
     if (it != kernel_index_.end()) return add_step(it->second, std::move(args));
@@ -445,6 +459,8 @@ class Planner {
   const Graph& g_;
   const ExecutorParams& params_;
   Executor& ex_;
+  std::vector<PlannedWorkload>* collect_;
+  const Node* node_ = nullptr;
   std::optional<RecordDb> db_;
   std::string target_key_;
   std::map<std::string, size_t> slots_;
@@ -462,8 +478,37 @@ Executor Executor::compile(const Graph& g, const ExecutorParams& params) {
   return ex;
 }
 
+std::vector<PlannedWorkload> Executor::library_workloads(const Graph& g) {
+  std::vector<PlannedWorkload> out;
+  Executor scratch;
+  ExecutorParams params;
+  Planner planner(g, params, scratch, &out);
+  planner.plan();
+  return out;
+}
+
 void Executor::run() {
   for (const Step& s : steps_) modules_[s.kernel]->run(s.args);
+}
+
+std::vector<double> Executor::profile(int repeat) const {
+  std::vector<std::vector<double>> step_ms(steps_.size());
+  for (int r = 0; r < std::max(repeat, 1); ++r) {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      auto start = std::chrono::steady_clock::now();
+      modules_[steps_[i].kernel]->run(steps_[i].args);
+      step_ms[i].push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+  }
+  std::vector<double> kernel_ms(kernels_.size(), 0.0);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    std::vector<double>& v = step_ms[i];
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    kernel_ms[steps_[i].kernel] += v[v.size() / 2];
+  }
+  return kernel_ms;
 }
 
 HostTensor Executor::output(size_t i) const {

@@ -40,8 +40,19 @@ struct KernelInfo {
   int uses = 0;  // how many steps run it
 };
 
+/// A library operator a node runs as: a tuning task of the model.
+struct PlannedWorkload {
+  std::string workload;  // canonical text
+  std::string node;      // the node it runs for
+};
+
 class Executor {
  public:
+  /// The library operators compile() would build for `g`, one entry per step in execution order
+  /// (a workload that several steps run appears once for each), from the same planning code and
+  /// without generating or compiling anything. Throws like compile() for what it cannot map.
+  static std::vector<PlannedWorkload> library_workloads(const Graph& g);
+
   /// Plans every node, compiles each distinct kernel once (in parallel) and allocates every
   /// value. Throws tessera::Error naming the node for what it cannot map to kernels.
   static Executor compile(const Graph& g, const ExecutorParams& params = {});
@@ -50,6 +61,9 @@ class Executor {
   /// The array of input i (the graph's shape); fill it before run().
   NDArray& input(size_t i) { return arrays_[input_slots_.at(i)]; }
   void run();
+  /// Milliseconds each kernel takes per run (the sum over its steps, each step's median over
+  /// `repeat` runs of the whole model, timed one by one), in kernels() order.
+  std::vector<double> profile(int repeat) const;
   size_t num_outputs() const { return output_slots_.size(); }
   /// Output i as a host tensor with the graph's output shape.
   HostTensor output(size_t i) const;

@@ -52,17 +52,46 @@ TeKernel finish(std::string name, std::vector<Tensor> args) {
   return {std::move(name), std::move(args), std::move(program)};
 }
 
+// The same elementwise computation over fewer dimensions: neighbouring output dimensions merge
+// where every input either spans both or broadcasts along both, as the arrays are contiguous.
+// [1, 576, 14, 14] + [1, 576, 1, 1] becomes [576, 196] + [576, 1]: the threads take channels and
+// the inner loop is one contiguous run the C compiler vectorizes, where a row of 14 was not.
+void merge_dimensions(std::vector<int64_t>& out, std::vector<std::vector<int64_t>>& inputs) {
+  for (std::vector<int64_t>& in : inputs) in.insert(in.begin(), out.size() - in.size(), 1);
+  for (size_t d = 0; d + 1 < out.size();) {
+    bool mergeable = true;
+    for (const std::vector<int64_t>& in : inputs) {
+      bool spans = in[d] == out[d] && in[d + 1] == out[d + 1];
+      bool broadcasts = in[d] == 1 && in[d + 1] == 1;
+      mergeable = mergeable && (spans || broadcasts);
+    }
+    if (!mergeable) {
+      ++d;
+      continue;
+    }
+    out[d] *= out[d + 1];
+    out.erase(out.begin() + static_cast<long>(d) + 1);
+    for (std::vector<int64_t>& in : inputs) {
+      in[d] *= in[d + 1];
+      in.erase(in.begin() + static_cast<long>(d) + 1);
+    }
+  }
+}
+
 }  // namespace
 
-TeKernel elementwise_kernel(const std::vector<int64_t>& out_shape,
-                            const std::vector<std::vector<int64_t>>& inputs,
+TeKernel elementwise_kernel(const std::vector<int64_t>& full_out_shape,
+                            const std::vector<std::vector<int64_t>>& full_inputs,
                             const std::vector<ElementwiseStep>& steps) {
+  for (const std::vector<int64_t>& in : full_inputs)
+    if (in.size() > full_out_shape.size())
+      throw_internal("elementwise input has a higher rank than the output");
+  std::vector<int64_t> out_shape = full_out_shape;
+  std::vector<std::vector<int64_t>> inputs = full_inputs;
+  merge_dimensions(out_shape, inputs);
   std::vector<Tensor> args;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].size() > out_shape.size())
-      throw_internal("elementwise input {} has a higher rank than the output", i);
+  for (size_t i = 0; i < inputs.size(); ++i)
     args.push_back(placeholder(inputs[i], DType::kFloat32, fmt::format("in{}", i)));
-  }
   Tensor out = compute(
       out_shape,
       [&](const std::vector<Var>& at) {

@@ -28,6 +28,12 @@ ConfigSpace window_space(const Workload& w, const std::string& stage);
 /// add, relu, bias_add: vectors along the row, parallel rows.
 ConfigSpace elementwise_space(const Workload& w);
 
+/// A configuration of `space` (the space_for(w)) for a kernel nobody has tuned: register tiles,
+/// unrolling and write caches that tuning keeps choosing, in the target ISA's registers, rather
+/// than every knob's first value; outer loops parallel for `threads` > 1 (the count shapes which
+/// loop gets them), serial for 1.
+Config default_config(const ConfigSpace& space, const Workload& w, int threads);
+
 /// The space of a workload's operator; throws tessera::Error when the op has none yet.
 ConfigSpace space_for(const Workload& w);
 

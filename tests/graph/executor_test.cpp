@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "graph/npy.h"
 #include "graph/passes.h"
 #include "graph/reference.h"
@@ -88,6 +90,32 @@ TEST(GraphExecutor, IdenticalWorkloadsCompileOnce) {
   ASSERT_EQ(ex.kernels().size(), 1u);
   EXPECT_EQ(ex.kernels()[0].uses, 3);
   EXPECT_EQ(ex.steps(), 3);
+}
+
+// What `tessera compile` tunes is what compile() builds: one entry per library step, in order.
+TEST(GraphExecutor, LibraryWorkloadsAreTheLibraryKernelsCompileBuilds) {
+  GraphBuilder b(16);
+  std::string x = b.input({1, 4, 8, 8});
+  std::string h = x;
+  for (int i = 0; i < 3; ++i) h = b.node("Relu", {b.conv(h, 4, 4, 3, 1, 1)});
+  h = b.node("Flatten", {b.node("GlobalAveragePool", {h})});
+  Graph g = b.finish(b.node("Gemm", {h, b.random({5, 4})}, {{"transB", int64_t{1}}}));
+  graph::run_default_passes(g);
+  std::vector<graph::PlannedWorkload> planned = graph::Executor::library_workloads(g);
+  ASSERT_EQ(planned.size(), 4u);
+  const std::string conv = "conv2d_bias_relu:N=1,C=4,H=8,W=8,O=4,K=3,S=1,P=1";
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(planned[i].workload, conv);
+  EXPECT_EQ(planned[3].workload, "dense:B=1,I=4,O=5");
+  EXPECT_EQ(planned[0].node, g.nodes[0].name);
+  EXPECT_NE(planned[1].node, planned[0].node);
+
+  graph::Executor ex = graph::Executor::compile(g);
+  std::map<std::string, int> uses;
+  for (const graph::PlannedWorkload& w : planned) ++uses[w.workload];
+  std::map<std::string, int> built;
+  for (const graph::KernelInfo& k : ex.kernels())
+    if (!k.workload.starts_with("graph:")) built[k.workload] = k.uses;
+  EXPECT_EQ(built, uses);
 }
 
 TEST(GraphExecutor, AsymmetricPaddingIsOneErrorNamingTheNode) {

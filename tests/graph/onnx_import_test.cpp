@@ -190,5 +190,98 @@ TEST(GraphRunModelCli, BadInputExitsTwoWithOneLine) {
   EXPECT_NE(bad_npy.out.find("not a .npy file"), std::string::npos) << bad_npy.out;
 }
 
+// x -> Conv+Relu -> Conv+Relu (the same workload) -> Flatten -> Gemm: two tuning tasks, the
+// convolution's of weight 2.
+onnx::ModelProto repeated_conv_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  add_input(g, "x", {1, 4, 6, 6});
+  add_float(g, "w1", {4, 4, 3, 3}, 0.1f);
+  add_float(g, "w2", {4, 4, 3, 3}, 0.05f);
+  add_float(g, "fc", {3, 144}, 0.01f);
+  std::string last = "x";
+  for (int i = 1; i <= 2; ++i) {
+    std::string c = "c" + std::to_string(i), r = "r" + std::to_string(i);
+    add_ints(add_node(g, "Conv", "conv" + std::to_string(i), {last, "w" + std::to_string(i)}, c),
+             "pads", {1, 1, 1, 1});
+    add_node(g, "Relu", "relu" + std::to_string(i), {c}, r);
+    last = r;
+  }
+  add_node(g, "Flatten", "flat", {last}, "f");
+  onnx::NodeProto* gemm = add_node(g, "Gemm", "fc1", {"f", "fc"}, "y");
+  onnx::AttributeProto* t = gemm->add_attribute();
+  t->set_name("transB");
+  t->set_type(onnx::AttributeProto::INT);
+  t->set_i(1);
+  g->add_output()->set_name("y");
+  return m;
+}
+
+TEST(GraphCompileCli, ListsTheDistinctWorkloadsWithHowOftenTheyRun) {
+  std::string path = write_model(repeated_conv_model(), "compile_list.onnx");
+  testing::CliOutcome r = testing::run_cli("compile " + path + " --list-tasks");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out,
+            "conv1 conv2d_bias_relu:N=1,C=4,H=6,W=6,O=4,K=3,S=1,P=1  # x2\n"
+            "fc1 dense:B=1,I=144,O=3  # x1\n");
+}
+
+// compile tunes every distinct workload into the DB; run-model then runs each kernel under its
+// best record and says so.
+TEST(GraphCompileCli, TunesTheModelsWorkloadsAndRunModelUsesTheRecords) {
+  std::string db = ::testing::TempDir() + "/compile_records.db";
+  std::remove(db.c_str());
+  std::string path = write_model(repeated_conv_model(), "compile_tune.onnx");
+  testing::CliOutcome c = testing::run_cli(
+      "compile " + path + " --trials 6 --batch 3 --retime 0 --threads 1 --db " + db + " --json");
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_NE(c.out.find("3 library operator steps, 2 distinct workloads"), std::string::npos)
+      << c.out;
+  EXPECT_NE(c.out.find("tune-all: 6/6 trials"), std::string::npos) << c.out;
+  size_t json_start = c.out.find("\n{\n");
+  ASSERT_NE(json_start, std::string::npos) << c.out;
+  nlohmann::json j =
+      nlohmann::json::parse(c.out.substr(json_start + 1, c.out.rfind('}') - json_start));
+  ASSERT_EQ(j["tasks"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["tasks"][0]["workload"], "conv2d_bias_relu:N=1,C=4,H=6,W=6,O=4,K=3,S=1,P=1");
+  EXPECT_EQ(j["tasks"][0]["weight"], 2);
+  EXPECT_EQ(j["tasks"][0]["names"], nlohmann::json::array({"conv1"}));
+  EXPECT_EQ(j["tasks"][1]["workload"], "dense:B=1,I=144,O=3");
+  EXPECT_EQ(j["tasks"][1]["weight"], 1);
+
+  testing::CliOutcome r =
+      testing::run_cli("run-model " + path + " --db " + db + " --threads 1 --repeat 1 --check");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("2 tuned (records DB), 0 at the template's default"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("db       x2 conv2d_bias_relu:"), std::string::npos) << r.out;
+  std::remove(db.c_str());
+}
+
+TEST(GraphCompileCli, BadInputExitsTwoWithOneLine) {
+  std::string db = ::testing::TempDir() + "/compile_never.db";
+  std::string bad = write_model(small_model("LpNormalization"), "compile_bad.onnx");
+  std::string good = write_model(small_model(), "compile_good.onnx");
+  const std::pair<std::string, std::string> cases[] = {
+      {"compile " + bad, "(LpNormalization): unsupported operator"},
+      {"compile /nonexistent/model.onnx", "/nonexistent/model.onnx"},
+      {"compile " + good + " --trials 0", "--trials: must be positive, not 0"},
+      {"compile " + good + " --threads -1", "--threads: must be 0 (all cores) or more"},
+      {"compile", "model is required"},
+  };
+  for (const auto& [args, message] : cases) {
+    SCOPED_TRACE(args);
+    testing::CliOutcome r = testing::run_cli(args + " --db " + db);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(r.out.rfind("tessera: error: ", 0), 0u) << r.out;
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+  }
+  std::ifstream never(db);
+  EXPECT_FALSE(never.good()) << "no DB is created on bad input";
+}
+
 }  // namespace
 }  // namespace tessera

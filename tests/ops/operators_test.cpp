@@ -9,6 +9,7 @@
 
 #include "ops/evaluate.h"
 #include "ops/templates.h"
+#include "runtime/isa.h"
 #include "schedule/strategy_parser.h"
 #include "te/error.h"
 #include "test_util.h"
@@ -121,6 +122,56 @@ TEST(Operators, RowBlocksOfLargeProductsAreCorrect) {
   // Small products keep the space they had.
   ConfigSpace small = space_for(parse_workload("matmul:M=256,N=256,K=256"));
   for (const Knob& k : small.knobs()) EXPECT_NE(k.name, "tile_mc");
+}
+
+// The configurations kernels run before any tuning apply to every space, serial and on threads,
+// and compute the operator; on the models' shapes they are the intended register tiles and
+// parallel loops, not the knobs' first values.
+TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
+  for (const char* w : kWorkloads) {
+    SCOPED_TRACE(w);
+    Workload workload = parse_workload(w);
+    OpInstance op = instantiate(workload);
+    ConfigSpace space = space_for(workload);
+    for (int threads : {1, 2}) {
+      ProgramStrategy s = space.instantiate(default_config(space, workload, threads));
+      RewriteResult<Program> r = s(op.program);
+      ASSERT_TRUE(r) << s.text() << ": " << r.message();
+      EXPECT_TRUE(testing::interpreter_matches_reference(op, r.program(), 3)) << s.text();
+      Evaluation ev = run_untimed(op, r.program(), threads);
+      EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
+    }
+  }
+  // AVX-512: two vectors of 16 channels by 8 (or 7) columns; AVX2: one by 4. Depthwise channel
+  // blocks are the ISA's vector.
+  const bool wide = target_isa().vector_registers >= 32;
+  const std::pair<const char*, std::vector<const char*>> models[] = {
+      {"conv2d:N=1,C=64,H=56,W=56,O=64,K=3,S=1,P=1",
+       {wide ? "split(o, 32)" : "split(o, 16)", wide ? "split(x, 8)" : "split(x, 4)",
+        "split(rc, 16)", "parallel(o.outer.y.fused)"}},
+      // Two blocks of 32 channels are too few for the threads (they take rows); four of 16 do.
+      {"conv2d_bias_relu:N=1,C=64,H=56,W=56,O=64,K=3,S=1,P=1",
+       {"reverse_compute_at(relu, conv.x.outer)",
+        wide ? "parallel(conv.y)" : "parallel(conv.o.outer)"}},
+      {"conv2d_bias_relu:N=1,C=512,H=7,W=7,O=512,K=3,S=1,P=1",
+       {wide ? "split(conv.x, 7)" : "split(conv.x, 4)", "parallel(conv.o.outer)"}},
+      {"depthwise_conv2d:N=1,C=144,H=56,W=56,K=3,S=2,P=1",
+       {wide ? "pack(data, 1, 16)" : "pack(data, 1, 8)", "unroll(ry)"}},
+      {"depthwise_conv2d:N=1,C=32,H=112,W=112,K=3,S=1,P=1", {"vectorize(x.inner.inner)"}},
+      {"dense:B=1,I=512,O=1000", {"rfactor(dense.local, k.inner)", "parallel(j.outer)"}},
+      {"max_pool2d:N=1,C=64,H=112,W=112,K=3,S=2,P=1",
+       {"cache_write(pool", "parallel(pool.c.outer)"}},
+      {"matmul:M=128,N=128,K=128", {"cache_write(C", "parallel(i.outer)"}},
+  };
+  for (const auto& [w, wanted] : models) {
+    SCOPED_TRACE(w);
+    Workload workload = parse_workload(w);
+    ConfigSpace space = space_for(workload);
+    ProgramStrategy s = space.instantiate(default_config(space, workload, 2));
+    RewriteResult<Program> r = s(instantiate(workload).program);
+    ASSERT_TRUE(r) << s.text() << ": " << r.message();
+    for (const char* step : wanted) EXPECT_NE(s.text().find(step), std::string::npos) << s.text();
+  }
 }
 
 // Dense's dot form: vectors along the reduction of X[B][I] and W[O][I] (rfactor), partial sums

@@ -1,0 +1,28 @@
+/// `tessera compile`: an ONNX model's distinct library operators tuned as one task list.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/tune_all_command.h"
+
+namespace tessera {
+
+struct CompileArgs {
+  std::string model;
+  TuneAllArgs tune;  // tune-all's options; its file and model stay empty
+  bool list_tasks = false;
+};
+
+struct CompileCommand {
+  CLI::App* app = nullptr;
+  std::shared_ptr<CompileArgs> args = std::make_shared<CompileArgs>();
+};
+
+CompileCommand add_compile_command(CLI::App& app);
+/// The exit code when `compile` was given.
+std::optional<int> run_compile_command(const CompileCommand& command);
+
+}  // namespace tessera

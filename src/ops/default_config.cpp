@@ -1,0 +1,230 @@
+// Configurations for kernels nobody has tuned yet. The knobs' first values are each template's
+// plainest choice (a one-column register tile, no unrolling, no write cache): a fine start for a
+// search, a slow kernel to run. These pick register tiles of several accumulators sized to the
+// ISA's registers, unrolled windows, write caches and parallel outer loops instead; bench/models.py
+// measures what they are worth against the first values.
+#include <fmt/format.h>
+
+#include "ops/templates.h"
+#include "runtime/isa.h"
+
+namespace tessera {
+
+namespace {
+
+// Sets knobs of one space (or of one alternative of a choice of spaces, by its prefix) by name;
+// a knob the space does not have, or a value it does not offer, is left as it is, so that a
+// template that changes shape keeps a valid configuration.
+class Chooser {
+ public:
+  Chooser(const ConfigSpace& space, Config& config) : space_(space), config_(config) {}
+
+  void set_prefix(std::string prefix) { prefix_ = std::move(prefix); }
+  bool has(const std::string& knob) const { return index(knob) >= 0; }
+  /// A choice knob's option by label.
+  void label(const std::string& knob, const std::string& option) {
+    int k = index(knob);
+    if (k < 0) return;
+    const Knob& kn = space_.knobs()[static_cast<size_t>(k)];
+    for (size_t v = 0; v < kn.labels.size(); ++v)
+      if (kn.labels[v] == option) config_.choice[static_cast<size_t>(k)] = static_cast<int>(v);
+  }
+  /// The first of `wanted` (inner factors of a split, or an int knob's value) that the knob
+  /// offers and that `ok` accepts.
+  void value(const std::string& knob, const std::vector<std::vector<int64_t>>& wanted,
+             const std::function<bool(const std::vector<int64_t>&)>& ok = nullptr) {
+    int k = index(knob);
+    if (k < 0) return;
+    const Knob& kn = space_.knobs()[static_cast<size_t>(k)];
+    for (const std::vector<int64_t>& w : wanted) {
+      for (size_t v = 0; v < kn.values.size(); ++v) {
+        const std::vector<int64_t>& have = kn.values[v];
+        // Split values carry the outer factor first; int knobs are the value alone.
+        bool match = have.size() == w.size() + 1 ? std::equal(w.begin(), w.end(), have.begin() + 1)
+                                                 : have == w;
+        if (match && (!ok || ok(have))) {
+          config_.choice[static_cast<size_t>(k)] = static_cast<int>(v);
+          return;
+        }
+      }
+    }
+  }
+
+ private:
+  int index(const std::string& knob) const {
+    const std::vector<Knob>& knobs = space_.knobs();
+    for (size_t k = 0; k < knobs.size(); ++k)
+      if (knobs[k].name == prefix_ + knob) return static_cast<int>(k);
+    return -1;
+  }
+  const ConfigSpace& space_;
+  Config& config_;
+  std::string prefix_;
+};
+
+// The exact split of `extent` with the largest inner factor up to `most`.
+std::vector<std::vector<int64_t>> exact_inner(int64_t extent, int64_t most) {
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t f = std::min(extent, most); f >= 1; --f)
+    if (extent % f == 0) out.push_back({f});
+  return out;
+}
+
+// The first of `preferred` that divides `extent`, then the rest of them (a guard is cheaper than
+// a one-column tile).
+std::vector<std::vector<int64_t>> dividing_first(int64_t extent,
+                                                 const std::vector<int64_t>& preferred) {
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t f : preferred)
+    if (extent % f == 0) out.push_back({f});
+  for (int64_t f : preferred)
+    if (extent % f != 0) out.push_back({f});
+  return out;
+}
+
+int64_t out_extent(const Workload& w, const std::string& key) {
+  int64_t k = w.get("K"), d = w.get_or("D", 1), p = w.get("P"), s = w.get("S");
+  return (w.get(key) + 2 * p - (k - 1) * d - 1) / s + 1;
+}
+
+void gemm_defaults(Chooser& c, int64_t m, int64_t n, int threads) {
+  const Isa& isa = target_isa();
+  const int64_t lanes = isa.f32_lanes;
+  // Tiles of 8-12 accumulators: enough FMAs in flight to hide their latency on both ISAs.
+  c.value("tile",
+          {{6, 2, lanes},
+           {4, 2, lanes},
+           {4, 1, lanes},
+           {2, 2, lanes},
+           {1, 2, lanes},
+           {2, 1, lanes},
+           {1, 1, lanes}},
+          [&](const std::vector<int64_t>& t) { return t[0] <= m && t[1] * t[2] <= n; });
+  c.value("tile_k", {{8}, {4}, {2}});
+  c.label("cache", "write_cache");
+  if (threads > 1) c.label("parallel", "outer");
+}
+
+void conv2d_defaults(Chooser& c, const Workload& w, int threads) {
+  const Isa& isa = target_isa();
+  int64_t o = w.get("O"), ow = out_extent(w, "W");
+  // Two vectors of 16 output channels where the channels and registers allow, so that each input
+  // value loaded feeds two FMAs; then as many columns as the registers hold besides the weight
+  // vectors and the broadcast value.
+  // With 16 registers a 16-channel vector is two of them already: one vector, more columns.
+  int64_t vectors = 1, lanes = 16;
+  if (o % 32 == 0 && isa.vector_registers >= 32) vectors = 2;
+  if (o % 16 != 0) lanes = o % 8 == 0 ? 8 : 4;
+  if (w.get_or("WB", 0) > 0) {
+    // Pre-packed weights fix the vector to one block.
+    lanes = w.get("WB");
+    vectors = o % (2 * lanes) == 0 ? 2 : 1;
+  }
+  c.value("tile_oc", {{vectors, lanes}, {1, lanes}});
+  int64_t per_column = vectors * std::max<int64_t>(1, lanes / isa.f32_lanes);
+  int64_t columns = (isa.vector_registers - 4) / per_column;
+  c.value("tile_ow", dividing_first(ow, {8, 7, 14, 4, 2}),
+          [&](const std::vector<int64_t>& t) { return t[1] <= columns; });
+  c.value("tile_ic", exact_inner(w.get("C"), 16));
+  c.label("unroll_kw", "on");
+  if (c.has("epilogue")) {
+    // The epilogue per finished block, while it is in L1 (measured 1.7x faster than a separate
+    // pass on ResNet's 56x56 layer); it cannot run inside a fused parallel loop, so the threads
+    // take channel blocks where there are enough of them and rows otherwise.
+    c.label("epilogue", "at_block");
+    if (threads > 1) {
+      if (o / (vectors * lanes) < 2 * threads) c.label("order", "row_first");
+      c.label("parallel", "outer");
+    }
+  } else if (threads > 1) {
+    // Grouped convolutions offer no fused loop.
+    c.label("parallel", "outer");
+    c.label("parallel", "fused");
+  }
+}
+
+void window_defaults(Chooser& c, const Workload& w, int threads) {
+  int64_t ow = out_extent(w, "W"), oh = out_extent(w, "H");
+  c.value("tile_x", {{1, 16}, {2, 8}, {1, 8}, {1, 4}},
+          [&](const std::vector<int64_t>& t) { return ow % (t[1] * t[2]) == 0; });
+  c.value("tile_y", oh % 2 == 0 ? std::vector<std::vector<int64_t>>{{2}} : exact_inner(oh, 1));
+  c.label("pad", "at_channel");
+  c.label("unroll_window", "on");
+  c.label("cache", "write_cache");
+  if (threads > 1) c.label("parallel", "outer");
+}
+
+void channel_block_defaults(Chooser& c, const Workload& w, int threads) {
+  c.value("tile_ow", dividing_first(out_extent(w, "W"), {8, 7, 14, 4, 2}));
+  c.label("unroll_window", "on");
+  if (threads > 1) {
+    c.label("parallel", "outer");
+    c.label("parallel", "fused");
+  }
+}
+
+}  // namespace
+
+Config default_config(const ConfigSpace& space, const Workload& w, int threads) {
+  threads = std::max(threads, 1);
+  Config config = space.from_index(0);
+  Chooser c(space, config);
+  const std::string& op = w.op;
+  if (op == "conv2d" || op == "conv2d_bias_relu") {
+    if (c.has("form")) {
+      // 1x1: the NCHWc form (the same defaults as every other convolution of the model).
+      c.label("form", "nchwc");
+      c.set_prefix("nchwc.");
+    }
+    if (w.get_or("IM2COL", 0) == 1) {
+      gemm_defaults(c, w.get("O"), out_extent(w, "H") * out_extent(w, "W"), threads);
+    } else {
+      conv2d_defaults(c, w, threads);
+    }
+  } else if (op == "conv2d_nchwc" || op == "depthwise_conv2d_nchwc") {
+    c.value("tile_oc", {{2}, {1}});
+    c.value("tile_ow", dividing_first(out_extent(w, "W"), {8, 7, 14, 4, 2}));
+    c.label("unroll_kw", "on");
+    c.label("unroll_window", "on");
+    if (threads > 1) c.label("parallel", "fused");
+  } else if (op == "dense") {
+    if (c.has("form")) {
+      // A small batch: the dot form reads W[O][I] in place; the outer-product form would pack
+      // the whole weight matrix on every call.
+      c.label("form", "dot");
+      c.set_prefix("dot.");
+      c.value("tile_o", {{4}, {2}, {1}},
+              [&](const std::vector<int64_t>& t) { return w.get("O") % t[1] == 0; });
+      c.value("vector_k", {{16}, {8}});
+      if (threads > 1) c.label("parallel", "outputs");
+    } else {
+      gemm_defaults(c, w.get("B"), w.get("O"), threads);
+    }
+  } else if (op == "matmul") {
+    gemm_defaults(c, w.get("M"), w.get("N"), threads);
+  } else if (op == "batch_matmul") {
+    gemm_defaults(c, w.get("M"), w.get("N"), threads);
+  } else if (op == "depthwise_conv2d") {
+    // Rows as vectors where they are long and contiguous; channel blocks where rows are short
+    // or strided (a stride-2 row is a gather).
+    bool rows = w.get("S") == 1 && out_extent(w, "W") >= 56;
+    if (c.has("form")) {
+      c.label("form", rows ? "rows" : "channel_blocks");
+      c.set_prefix(rows ? "rows." : "channel_blocks.");
+      if (!rows) {
+        channel_block_defaults(c, w, threads);
+        return config;
+      }
+    }
+    window_defaults(c, w, threads);
+  } else if (op == "max_pool2d" || op == "avg_pool2d") {
+    window_defaults(c, w, threads);
+  } else if (threads > 1) {
+    // Elementwise operators and softmax: their first values are already vectors along the row.
+    c.label("parallel", "outer");
+    c.label("parallel", "rows");
+  }
+  return config;
+}
+
+}  // namespace tessera
