@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -20,11 +21,47 @@ std::string task_name(const std::string& node, size_t index) {
   return usable ? node : fmt::format("k{}", index);
 }
 
+// Builds the model with the DB's best configurations (default ones where it has none) and
+// writes it as one shared object.
+int write_library(const graph::Graph& g, const CompileArgs& args) {
+  graph::ExecutorParams params;
+  if (std::filesystem::exists(args.tune.db)) params.db = args.tune.db;
+  params.threads = args.tune.threads;
+  try {
+    graph::Executor ex = graph::Executor::compile(g, params);
+    graph::ExportOptions options;
+    options.model = args.model;
+    ex.export_library(args.output, options);
+    int tuned = 0, fixed = 0;
+    for (const graph::KernelInfo& k : ex.kernels()) {
+      tuned += k.schedule == "db";
+      fixed += k.schedule == "fixed";
+    }
+    int defaults = static_cast<int>(ex.kernels().size()) - tuned - fixed;
+    graph::Executor::MemoryPlan memory = ex.plan_memory();
+    std::cerr << fmt::format(
+        "compile: wrote {} ({} kernels in {} steps: {} tuned, {} at the default "
+        "configuration{}, {} graph te; intermediates {:.1f} MB packed into {:.1f} MB)\n",
+        args.output, ex.kernels().size(), ex.steps(), tuned, defaults,
+        params.db.empty() ? " (no records DB)" : "", fixed, memory.separate_bytes / 1e6,
+        memory.arena_bytes / 1e6);
+    std::cerr << fmt::format("compile: run it with: tessera run-model {}\n", args.output);
+  } catch (const graph::KernelBuildError& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return 1;
+  } catch (const Error& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
+
 int compile_command(const CompileArgs& args) {
   std::vector<TaskSpec> specs;
   size_t distinct = 0;
+  graph::Graph g;
   try {
-    graph::Graph g = graph::import_onnx(args.model);
+    g = graph::import_onnx(args.model);
     graph::run_default_passes(g);
     // One spec per step the executor runs, named after the first node that needs the workload:
     // tune-all merges the repeats into one task whose weight is how often the model runs it.
@@ -39,7 +76,7 @@ int compile_command(const CompileArgs& args) {
     std::cerr << "tessera: error: " << message.substr(0, message.find('\n')) << "\n";
     return 2;
   }
-  if (specs.empty()) {
+  if (specs.empty() && args.output.empty()) {
     std::cerr << "tessera: error: " << args.model << ": no library operators to tune\n";
     return 2;
   }
@@ -52,15 +89,21 @@ int compile_command(const CompileArgs& args) {
         std::cout << fmt::format("{} {}  # x{}\n", s.name, s.workload, uses[s.workload]);
     return 0;
   }
-  std::cerr << fmt::format(
-      "compile: {}: {} library operator steps, {} distinct workloads to tune with {} trials into "
-      "{}\n",
-      args.model, specs.size(), distinct, args.tune.params.tune.trials, args.tune.db);
-  int code = tune_task_list(specs, args.tune);
-  if (code == 0)
-    std::cerr << fmt::format("compile: run it with: tessera run-model {} --db {}\n", args.model,
-                             args.tune.db);
-  return code;
+  if (args.tune.params.tune.trials > 0 && !specs.empty()) {
+    std::cerr << fmt::format(
+        "compile: {}: {} library operator steps, {} distinct workloads to tune with {} trials "
+        "into {}\n",
+        args.model, specs.size(), distinct, args.tune.params.tune.trials, args.tune.db);
+    int code = tune_task_list(specs, args.tune);
+    if (code != 0) return code;
+  } else if (args.output.empty()) {
+    std::cerr << "tessera: error: --trials 0 without -o does nothing\n";
+    return 2;
+  }
+  if (!args.output.empty()) return write_library(g, args);
+  std::cerr << fmt::format("compile: run it with: tessera run-model {} --db {}\n", args.model,
+                           args.tune.db);
+  return 0;
 }
 
 }  // namespace
@@ -70,12 +113,17 @@ CompileCommand add_compile_command(CLI::App& app) {
   CompileArgs& a = *c.args;
   c.app = app.add_subcommand(
       "compile",
-      "Import an ONNX model, extract the distinct library operators its executor runs and tune "
-      "them as one task list (tune-all: weights are how often each runs)");
+      "Import an ONNX model, extract the distinct library operators its executor runs, tune them "
+      "as one task list (tune-all: weights are how often each runs) and with -o write the model "
+      "as one shared object");
   c.app->add_option("model", a.model, "model.onnx")->required();
+  c.app->add_option("-o,--output", a.output,
+                    "Write the compiled model (kernels at their best recorded configurations, "
+                    "weights, step list) as one shared object, for run-model or "
+                    "graph/compiled_model.h");
   c.app->add_flag("--list-tasks", a.list_tasks,
                   "Print the task list (tune-all's file format) and tune nothing");
-  add_tune_all_options(c.app, a.tune);
+  add_tune_all_options(c.app, a.tune, /*allow_zero_trials=*/true);
   return c;
 }
 

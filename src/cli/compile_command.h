@@ -14,6 +14,7 @@ struct CompileArgs {
   std::string model;
   TuneAllArgs tune;  // tune-all's options; its file and model stay empty
   bool list_tasks = false;
+  std::string output;  // -o model.so; empty: tune only
 };
 
 struct CompileCommand {

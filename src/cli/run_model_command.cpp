@@ -6,7 +6,9 @@
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "graph/compiled_model.h"
 #include "graph/executor.h"
 #include "graph/npy.h"
 #include "graph/onnx_import.h"
@@ -47,7 +49,124 @@ double max_relative_error(const graph::HostTensor& a, const graph::HostTensor& b
   return diff / std::max(scale, 1e-30);
 }
 
+bool is_shared_object(const std::string& path) {
+  return path.ends_with(".so");
+}
+
+// A model library from `tessera compile -o`: loaded, fed, run and timed through its C
+// interface, as an application would.
+int run_library(const RunModelArgs& args) {
+  std::string unsupported = args.check         ? "--check"
+                            : args.profile     ? "--profile"
+                            : !args.db.empty() ? "--db"
+                                               : "";
+  if (!unsupported.empty()) {
+    std::cerr << fmt::format(
+        "tessera: error: {} needs model.onnx: {} is compiled (its schedules were fixed by "
+        "`tessera compile`)\n",
+        unsupported, args.model);
+    return kExitBadInput;
+  }
+  graph::HostTensor input;
+  bool random_input = args.input.empty();
+  std::optional<CompiledModel> model;
+  try {
+    if (args.threads < 0) throw_error("--threads must be positive");
+    model.emplace(CompiledModel::load(args.model));
+    if (model->num_inputs() != 1)
+      throw_error("{}: the model has {} inputs (run-model feeds one)", args.model,
+                  model->num_inputs());
+    std::vector<int64_t> shape = model->input_shape(0);
+    if (random_input) {
+      NDArray a = NDArray::empty(shape, DType::kFloat32);
+      a.fill_random(args.seed);
+      input = graph::to_host(a, shape);
+    } else {
+      input = graph::read_npy(args.input);
+      if (input.shape != shape)
+        throw_error("{}: shape {}, the model's input '{}' is {}", args.input,
+                    graph::shape_text(input.shape), model->input_name(0), graph::shape_text(shape));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  if (args.threads > 0) model->set_num_threads(args.threads);
+  std::vector<float> x(input.data.begin(), input.data.end());
+  model->set_input(0, x);
+  model->run();
+  std::vector<graph::HostTensor> outputs;
+  for (size_t i = 0; i < model->num_outputs(); ++i) {
+    std::vector<float> y = model->get_output(i);
+    outputs.push_back({model->output_shape(i), std::vector<double>(y.begin(), y.end()), false});
+  }
+  Timing timing = time_function([&] { model->run(); }, args.repeat, 20);
+  if (!args.output.empty()) {
+    try {
+      graph::write_npy(args.output, outputs.at(0));
+    } catch (const Error& e) {
+      std::cerr << "tessera: error: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+  }
+
+  nlohmann::json d = nlohmann::json::parse(model->description(), nullptr, false);
+  if (d.is_discarded() || !d.contains("kernels")) d = nlohmann::json::object();
+  int tuned = 0, defaults = 0, fixed = 0;
+  for (const auto& k : d.value("kernels", nlohmann::json::array())) {
+    std::string schedule = k.value("schedule", "");
+    tuned += schedule == "db";
+    fixed += schedule == "fixed";
+    defaults += schedule == "default" || schedule == "plain";
+  }
+  if (args.json) {
+    nlohmann::json j;
+    j["model"] = args.model;
+    j["library"] = d;
+    j["input"] = {
+        {"name", model->input_name(0)},
+        {"shape", input.shape},
+        {"source", random_input ? fmt::format("random (seed {})", args.seed) : args.input}};
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      OutputSummary s = summarize(model->output_name(i), outputs[i]);
+      j["outputs"].push_back(
+          {{"name", s.name}, {"shape", s.shape}, {"checksum", s.checksum}, {"first", s.first}});
+    }
+    j["threads"] = num_threads();
+    j["ms_median"] = timing.median * 1e3;
+    std::vector<double> ms = timing.seconds_per_run;
+    for (double& v : ms) v *= 1e3;
+    j["ms_per_repeat"] = ms;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("model     {} (compiled from {} for {})\n", args.model,
+                           d.value("model", "?"), d.value("target", "?"));
+  std::cout << fmt::format(
+      "kernels   {} distinct in {} steps: {} tuned (records DB), {} at the template's default "
+      "configuration{}, {} graph te kernels\n",
+      tuned + defaults + fixed, d.value("steps", 0), tuned, defaults,
+      tuned == 0 && defaults > 0 ? " (compiled without tuning records)" : "", fixed);
+  std::cout << fmt::format("memory    weights {:.1f} MB, intermediates {:.1f} MB in one arena\n",
+                           d.value("weight_bytes", 0.0) / 1e6, d.value("arena_bytes", 0.0) / 1e6);
+  std::cout << fmt::format("input     {} {} ({})\n", model->input_name(0),
+                           graph::shape_text(input.shape),
+                           random_input ? fmt::format("random, seed {}", args.seed) : args.input);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    OutputSummary s = summarize(model->output_name(i), outputs[i]);
+    std::vector<std::string> first;
+    for (double v : s.first) first.push_back(fmt::format("{:.6g}", v));
+    std::cout << fmt::format("output    {} {} checksum {:.6g}, first [{}]\n", s.name,
+                             graph::shape_text(s.shape), s.checksum, fmt::join(first, ", "));
+  }
+  std::cout << fmt::format("time      {:.4f} ms (median of {}, {} thread{})\n", timing.median * 1e3,
+                           timing.seconds_per_run.size(), num_threads(),
+                           num_threads() == 1 ? "" : "s");
+  return 0;
+}
+
 int run_model(const RunModelArgs& args) {
+  if (is_shared_object(args.model)) return run_library(args);
   graph::Graph g;
   std::vector<graph::PassLog> log;
   graph::HostTensor input;
@@ -192,8 +311,9 @@ RunModelCommand add_run_model_command(CLI::App& app) {
   RunModelCommand c;
   RunModelArgs& a = *c.args;
   c.app = app.add_subcommand("run-model",
-                             "Import an ONNX model, fuse it, compile its kernels and run it");
-  c.app->add_option("model", a.model, "model.onnx")->required();
+                             "Run a model: model.onnx imported, fused and compiled now, or a "
+                             "model.so written by `tessera compile -o`");
+  c.app->add_option("model", a.model, "model.onnx or model.so")->required();
   c.app->add_option("--input", a.input, "Input tensor as .npy (float32); default: random");
   c.app->add_option("--output", a.output, "Write the first output as .npy (float32)");
   c.app->add_option("--db", a.db,

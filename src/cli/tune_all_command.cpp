@@ -147,10 +147,12 @@ TuneAllCommand add_tune_all_command(CLI::App& app) {
   return c;
 }
 
-void add_tune_all_options(CLI::App* app, TuneAllArgs& a) {
+void add_tune_all_options(CLI::App* app, TuneAllArgs& a, bool allow_zero_trials) {
   a.params.tune.trials = 1024;
-  app->add_option("--trials,-n", a.params.tune.trials, "Trials for all tasks together")
-      ->check(positive_number());
+  app->add_option("--trials,-n", a.params.tune.trials,
+                  allow_zero_trials ? "Trials for all tasks together (0: tune nothing)"
+                                    : "Trials for all tasks together")
+      ->check(allow_zero_trials ? non_negative_number() : positive_number());
   app->add_option("--tuner", a.params.tune.tuner, "xgb (rank loss), xgb-reg, random, grid or ga")
       ->check(CLI::IsMember({"xgb", "xgb-reg", "random", "grid", "ga"}));
   app->add_option("--features", a.params.tune.features,

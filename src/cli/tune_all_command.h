@@ -28,7 +28,7 @@ struct TuneAllCommand {
 TuneAllCommand add_tune_all_command(CLI::App& app);
 /// The options of tune-all after its task list (trials, tuner, transfer, re-timing, DB,
 /// threads, seed, JSON), for commands that tune a task list of their own.
-void add_tune_all_options(CLI::App* app, TuneAllArgs& args);
+void add_tune_all_options(CLI::App* app, TuneAllArgs& args, bool allow_zero_trials = false);
 /// Tunes `specs` as tune-all does, with its progress on stderr and its table (or JSON) on stdout.
 /// The exit code: 0, 1 when a task found no working kernel, 2 on bad input.
 int tune_task_list(const std::vector<TaskSpec>& specs, const TuneAllArgs& args);

@@ -65,6 +65,10 @@ HostTensor transposed_2d(const HostTensor& t) {
 
 }  // namespace
 
+std::string kernel_entry(size_t index) {
+  return fmt::format("tsr_kernel{}", index);
+}
+
 class Planner {
  public:
   // With `collect` set the planner only lists the library workloads it meets, in order.
@@ -86,6 +90,8 @@ class Planner {
       node_ = &n;
       plan_node(n);
     }
+    ex_.input_names_ = g_.inputs;
+    ex_.output_names_ = g_.outputs;
     for (const std::string& v : g_.outputs) {
       ex_.output_slots_.push_back(slot(v));
       ex_.output_shapes_.push_back(g_.shape(v));
@@ -93,13 +99,15 @@ class Planner {
   }
 
   void compile() {
-    ex_.modules_.resize(codes_.size());
+    ex_.modules_.resize(ex_.codes_.size());
     std::atomic<size_t> next{0};
-    std::vector<std::string> errors(codes_.size());
+    std::vector<std::string> errors(ex_.codes_.size());
     auto worker = [&] {
-      for (size_t i = next++; i < codes_.size(); i = next++) {
+      for (size_t i = next++; i < ex_.codes_.size(); i = next++) {
         try {
-          ex_.modules_[i] = std::make_shared<Module>(Module::compile(codes_[i]));
+          CompileOptions opts;
+          opts.entry = kernel_entry(i);
+          ex_.modules_[i] = std::make_shared<Module>(Module::compile(ex_.codes_[i], opts));
         } catch (const Error& e) {
           errors[i] = e.what();
         }
@@ -108,25 +116,27 @@ class Planner {
     unsigned jobs = params_.compile_jobs > 0 ? params_.compile_jobs
                                              : std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::thread> pool;
-    for (unsigned j = 0; j < jobs && j < codes_.size(); ++j) pool.emplace_back(worker);
+    for (unsigned j = 0; j < jobs && j < ex_.codes_.size(); ++j) pool.emplace_back(worker);
     for (std::thread& t : pool) t.join();
     for (size_t i = 0; i < errors.size(); ++i)
       if (!errors[i].empty())
         throw KernelBuildError(
             fmt::format("kernel {} does not compile: {}", ex_.kernels_[i].workload, errors[i]));
     // Arrays are all allocated now, so their data pointers are final.
-    for (size_t s = 0; s < step_slots_.size(); ++s)
-      for (size_t slot : step_slots_[s]) ex_.steps_[s].args.push_back(ex_.arrays_[slot].data());
+    for (Executor::Step& s : ex_.steps_)
+      for (size_t slot : s.slots) s.args.push_back(ex_.arrays_[slot].data());
   }
 
  private:
   size_t new_array(const std::vector<int64_t>& shape) {
     ex_.arrays_.push_back(NDArray::empty(shape, DType::kFloat32));
+    ex_.constant_.push_back(false);
     return ex_.arrays_.size() - 1;
   }
 
   size_t constant_array(const HostTensor& t) {
     ex_.arrays_.push_back(to_ndarray(t));
+    ex_.constant_.push_back(true);
     return ex_.arrays_.size() - 1;
   }
 
@@ -144,8 +154,7 @@ class Planner {
   }
 
   void add_step(int kernel, std::vector<size_t> args) {
-    ex_.steps_.push_back({kernel, {}});
-    step_slots_.push_back(std::move(args));
+    ex_.steps_.push_back({kernel, std::move(args), {}});
     ++ex_.kernels_[kernel].uses;
   }
 
@@ -183,7 +192,14 @@ class Planner {
         break;
       }
     }
-    add_kernel(key, std::move(info), codegen_c(program), std::move(args));
+    add_kernel(key, std::move(info), codegen_c(program, entry_options()), std::move(args));
+  }
+
+  // Every kernel gets its own entry point name, so that all of them can link into one library.
+  CodegenOptions entry_options() const {
+    CodegenOptions o;
+    o.entry = kernel_entry(ex_.codes_.size());
+    return o;
   }
 
   void te_step(const TeKernel& k, std::vector<size_t> args) {
@@ -194,14 +210,14 @@ class Planner {
     std::vector<std::string> shapes;
     for (const Tensor& t : k.args) shapes.push_back(shape_text(t->shape));
     KernelInfo info{fmt::format("graph:{}({})", k.name, fmt::join(shapes, ", ")), "fixed", "", 0};
-    add_kernel(code, std::move(info), std::move(code), std::move(args));
+    add_kernel(code, std::move(info), codegen_c(k.program, entry_options()), std::move(args));
   }
 
   void add_kernel(const std::string& key, KernelInfo info, std::string code,
                   std::vector<size_t> args) {
     ex_.kernels_.push_back(std::move(info));
-    codes_.push_back(std::move(code));
-    int index = static_cast<int>(codes_.size()) - 1;
+    ex_.codes_.push_back(std::move(code));
+    int index = static_cast<int>(ex_.codes_.size()) - 1;
     kernel_index_[key] = index;
     add_step(index, std::move(args));
   }
@@ -465,8 +481,6 @@ class Planner {
   std::string target_key_;
   std::map<std::string, size_t> slots_;
   std::map<std::string, int> kernel_index_;
-  std::vector<std::string> codes_;
-  std::vector<std::vector<size_t>> step_slots_;
 };
 
 Executor Executor::compile(const Graph& g, const ExecutorParams& params) {

@@ -29,6 +29,16 @@ struct ExecutorParams {
   int compile_jobs = 0;  // parallel C compiler processes; 0: one per core
 };
 
+/// What `Executor::export_library` writes into the shared object besides the kernels.
+struct ExportOptions {
+  std::string model;     // the source model's path, recorded in the library's description
+  int compile_jobs = 0;  // parallel C compiler processes; 0: one per core
+};
+
+/// The entry point name of kernel `index` (every kernel has its own, so all link into one
+/// library).
+std::string kernel_entry(size_t index);
+
 /// One distinct compiled kernel and where its schedule came from.
 struct KernelInfo {
   std::string workload;  // `conv2d:N=1,...` for a library operator, `graph:<name>` for a te one
@@ -71,13 +81,32 @@ class Executor {
   const std::vector<KernelInfo>& kernels() const { return kernels_; }
   int steps() const { return static_cast<int>(steps_.size()); }
 
+  /// Writes the model as one shared object (graph/compiled_model.h loads it): every kernel,
+  /// the weights embedded read-only, the step list, and intermediate values packed into one
+  /// arena where their lifetimes do not overlap. Its C interface is `tessera_model_*`
+  /// (graph/model_abi.h). Throws KernelBuildError when the C compiler fails.
+  void export_library(const std::string& path, const ExportOptions& options = {}) const;
+
+  /// Bytes of intermediate values: every value its own buffer (as run() keeps them) and packed
+  /// by lifetime (as export_library() lays them out).
+  struct MemoryPlan {
+    size_t separate_bytes = 0;
+    size_t arena_bytes = 0;
+    std::vector<size_t> offsets;  // per array: arena offset (intermediates and inputs)
+  };
+  MemoryPlan plan_memory() const;
+
  private:
   struct Step {
-    int kernel = -1;  // index into modules_
+    int kernel = -1;            // index into modules_
+    std::vector<size_t> slots;  // arrays_ index of each argument
     std::vector<void*> args;
   };
   friend class Planner;
   std::vector<NDArray> arrays_;
+  std::vector<bool> constant_;      // per array: a weight, read only
+  std::vector<std::string> codes_;  // per kernel: its C source (entry kernel_entry(i))
+  std::vector<std::string> input_names_, output_names_;
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<KernelInfo> kernels_;
   std::vector<Step> steps_;

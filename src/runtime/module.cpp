@@ -7,14 +7,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "runtime/isa.h"
+#include "runtime/shared_library.h"
 #include "runtime/text_file.h"
 #include "te/error.h"
 
@@ -168,6 +171,78 @@ std::string compile_to_assembly(const std::string& c_code, const CompileOptions&
   argv.insert(argv.end(), {"-S", "-o", assembly, source});
   run_compiler(argv, dir.file("compiler.log"));
   return read_text_file(assembly);
+}
+
+struct SharedLibraryBuilder::Impl {
+  TempDir dir;
+  std::vector<std::string> sources;  // file names inside dir
+};
+
+SharedLibraryBuilder::SharedLibraryBuilder() : impl_(std::make_unique<Impl>()) {}
+SharedLibraryBuilder::~SharedLibraryBuilder() = default;
+
+std::string SharedLibraryBuilder::path(const std::string& name) const {
+  return impl_->dir.file(name);
+}
+
+void SharedLibraryBuilder::add_source(const std::string& name, std::string text) {
+  if (!name.ends_with(".c") && !name.ends_with(".S"))
+    throw_error("SharedLibraryBuilder: source '{}' is neither .c nor .S", name);
+  write_text_file(path(name), text);
+  impl_->sources.push_back(name);
+}
+
+void SharedLibraryBuilder::add_data(const std::string& name, const void* data, size_t bytes) {
+  std::ofstream out(path(name), std::ios::binary);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  if (!out) throw_error("cannot write {}: {}", path(name), std::strerror(errno));
+}
+
+void SharedLibraryBuilder::link(const std::string& output, const CompileOptions& opts,
+                                int jobs) const {
+  const std::vector<std::string>& sources = impl_->sources;
+  std::vector<std::string> errors(sources.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < sources.size(); i = next++) {
+      std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/false);
+      if (sources[i].ends_with(".c")) argv.push_back("-fvisibility=hidden");
+      argv.insert(argv.end(), {"-c", "-o", path(sources[i] + ".o"), path(sources[i])});
+      try {
+        run_compiler(argv, path(sources[i] + ".log"));
+      } catch (const Error& e) {
+        errors[i] = fmt::format("{}: {}", sources[i], e.what());
+      }
+    }
+  };
+  unsigned n =
+      jobs > 0 ? static_cast<unsigned>(jobs) : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned j = 0; j < n && j < sources.size(); ++j) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  for (const std::string& e : errors)
+    if (!e.empty()) throw_error("{}", e);
+
+  // Linked next to the destination, then renamed over it: a process that has the old library
+  // loaded keeps its mapping, and a failed link leaves the old file in place.
+  std::string partial = output + ".partial";
+  std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/true);
+  argv.insert(argv.end(), {"-Wl,-z,noexecstack", "-o", partial});
+  for (const std::string& s : sources) argv.push_back(path(s + ".o"));
+  try {
+    run_compiler(argv, path("link.log"));
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(partial, ignored);
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::rename(partial, output, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(partial, ignored);
+    throw_error("cannot write {}: {}", output, ec.message());
+  }
 }
 
 void set_num_threads(int n) {

@@ -3,8 +3,9 @@
 
 Builds small models with the `onnx` package and seeded random weights (an MLP, a DQN, a
 ResNet-style net, MobileNet-v2-style blocks and one model with the remaining operators), runs each
-on the same random input with onnxruntime and with `tessera run-model --json`, and fails when the
-maximum relative error (max |a - b| / max |b|) is above 1e-3. Prints both run times.
+on the same random input with onnxruntime, with `tessera run-model model.onnx --json` and, compiled
+by `tessera compile --trials 0 -o model.so`, with `tessera run-model model.so`; fails when a
+maximum relative error (max |a - b| / max |b|) is above 1e-3. Prints the run times.
 """
 import argparse
 import json
@@ -168,6 +169,24 @@ def ort_run(path, x, threads, repeat):
     return out, 1e3 * float(np.median(times))
 
 
+def relative_error(got, expected):
+    return float(np.max(np.abs(got - expected)) / max(float(np.max(np.abs(expected))), 1e-30))
+
+
+def run_library(args, path, in_path, name):
+    """Compiles the model into one shared object and runs that; returns (output, report)."""
+    lib = os.path.join(args.workdir, name + ".so")
+    out_path = os.path.join(args.workdir, name + ".so.out.npy")
+    steps = [[args.tessera, "compile", path, "--trials", "0", "-o", lib],
+             [args.tessera, "run-model", lib, "--input", in_path, "--output", out_path,
+              "--threads", str(args.threads), "--repeat", "5", "--json"]]
+    for cmd in steps:
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd[1:3])}: exit {run.returncode}: {run.stderr.strip()}")
+    return np.load(out_path), json.loads(run.stdout)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--tessera", required=True, help="path of the tessera binary")
@@ -179,7 +198,8 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
 
     failures = 0
-    print(f"{'model':<22} {'max rel err':>12} {'tessera ms':>11} {'ort ms':>9}  kernels")
+    print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
+          f"{'ort ms':>9}  kernels")
     for build in (mlp, dqn, resnet, mobilenet, misc):
         model, shape = build()
         name = model.graph.name
@@ -203,11 +223,19 @@ def main():
             print(f"{name:<22} FAILED: shape {got.shape}, onnxruntime {expected.shape}")
             failures += 1
             continue
-        err = float(np.max(np.abs(got - expected)) / max(float(np.max(np.abs(expected))), 1e-30))
-        ok = err <= args.tolerance
+        err = relative_error(got, expected)
+        try:
+            lib_out, lib_report = run_library(args, path, in_path, name)
+        except RuntimeError as e:
+            print(f"{name:<22} FAILED: {e}")
+            failures += 1
+            continue
+        lib_err = relative_error(lib_out, expected) if lib_out.shape == expected.shape else np.inf
+        ok = err <= args.tolerance and lib_err <= args.tolerance
         failures += not ok
         kernels = len(report["kernels"])
-        print(f"{name:<22} {err:>12.2e} {report['ms_median']:>11.3f} {ort_ms:>9.3f}  "
+        print(f"{name:<22} {err:>12.2e} {lib_err:>9.2e} {report['ms_median']:>11.3f} "
+              f"{lib_report['ms_median']:>8.3f} {ort_ms:>9.3f}  "
               f"{kernels} in {report['steps']} steps, {report['nodes_imported']} -> "
               f"{report['nodes']} nodes{'' if ok else '  FAILED'}")
     return 1 if failures else 0

@@ -1,0 +1,181 @@
+/// Loads a model library written by `tessera compile -o model.so` and runs it. Header-only and
+/// free of the rest of tessera (the standard library and dlopen only), so an application can
+/// copy this header and graph/model_abi.h and link with -ldl:
+///
+///   tessera::CompiledModel model = tessera::CompiledModel::load("resnet18.so");
+///   model.set_input(0, image);  // std::vector<float> of the input's shape
+///   model.run();
+///   std::vector<float> logits = model.get_output(0);
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/model_abi.h"
+
+namespace tessera {
+
+/// A library that cannot be loaded or an input of the wrong size.
+class CompiledModelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class CompiledModel {
+ public:
+  /// dlopens `path` (a path with a slash, or one found on the loader's path), checks its ABI
+  /// version and creates an instance with its own buffers.
+  static CompiledModel load(const std::string& path) {
+    CompiledModel m;
+    m.handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!m.handle_) throw CompiledModelError("cannot load " + path + ": " + dlerror());
+    if (!m.bind(m.abi_version_, "tessera_model_abi_version") || !m.bind_all())
+      throw CompiledModelError(path + " is not a tessera model library (missing " + m.missing_ +
+                               ")");
+    if (m.abi_version_() != TESSERA_MODEL_ABI_VERSION)
+      throw CompiledModelError(path + ": model ABI version " + std::to_string(m.abi_version_()) +
+                               ", this header reads " + std::to_string(TESSERA_MODEL_ABI_VERSION));
+    m.model_ = m.create_();
+    if (!m.model_) throw CompiledModelError(path + ": cannot allocate the model's buffers");
+    return m;
+  }
+
+  CompiledModel(CompiledModel&& o) noexcept { *this = std::move(o); }
+  CompiledModel& operator=(CompiledModel&& o) noexcept {
+    if (this != &o) {
+      release();
+      handle_ = std::exchange(o.handle_, nullptr);
+      model_ = std::exchange(o.model_, nullptr);
+      abi_version_ = o.abi_version_, description_ = o.description_;
+      num_inputs_ = o.num_inputs_, input_name_ = o.input_name_, input_rank_ = o.input_rank_;
+      input_shape_ = o.input_shape_, num_outputs_ = o.num_outputs_;
+      output_name_ = o.output_name_, output_rank_ = o.output_rank_;
+      output_shape_ = o.output_shape_, create_ = o.create_, destroy_ = o.destroy_;
+      input_ = o.input_, output_ = o.output_, run_ = o.run_, threads_ = o.threads_;
+    }
+    return *this;
+  }
+  CompiledModel(const CompiledModel&) = delete;
+  CompiledModel& operator=(const CompiledModel&) = delete;
+  ~CompiledModel() { release(); }
+
+  size_t num_inputs() const { return static_cast<size_t>(num_inputs_()); }
+  std::string input_name(size_t i) const { return input_name_(index(i, num_inputs())); }
+  std::vector<int64_t> input_shape(size_t i) const {
+    int k = index(i, num_inputs());
+    return {input_shape_(k), input_shape_(k) + input_rank_(k)};
+  }
+  size_t num_outputs() const { return static_cast<size_t>(num_outputs_()); }
+  std::string output_name(size_t i) const { return output_name_(index(i, num_outputs())); }
+  std::vector<int64_t> output_shape(size_t i) const {
+    int k = index(i, num_outputs());
+    return {output_shape_(k), output_shape_(k) + output_rank_(k)};
+  }
+  /// The index of the input called `name`; throws if there is none.
+  size_t input_index(const std::string& name) const {
+    for (size_t i = 0; i < num_inputs(); ++i)
+      if (input_name(i) == name) return i;
+    throw CompiledModelError("the model has no input '" + name + "'");
+  }
+
+  /// Copies `count` floats (row-major, the input's shape) into input i.
+  void set_input(size_t i, const float* data, size_t count) {
+    size_t expected = elements(input_shape(i));
+    if (count != expected)
+      throw CompiledModelError("input '" + input_name(i) + "' takes " + std::to_string(expected) +
+                               " floats, got " + std::to_string(count));
+    float* dst = input_data(i);
+    for (size_t k = 0; k < count; ++k) dst[k] = data[k];
+  }
+  void set_input(size_t i, const std::vector<float>& data) {
+    set_input(i, data.data(), data.size());
+  }
+  void set_input(const std::string& name, const std::vector<float>& data) {
+    set_input(input_index(name), data);
+  }
+  /// Input i's buffer, to fill in place.
+  float* input_data(size_t i) { return input_(model_, index(i, num_inputs())); }
+
+  void run() { run_(model_); }
+
+  std::vector<float> get_output(size_t i) const {
+    const float* p = output_data(i);
+    return {p, p + elements(output_shape(i))};
+  }
+  /// Output i's buffer, valid until the next run().
+  const float* output_data(size_t i) const { return output_(model_, index(i, num_outputs())); }
+
+  /// OpenMP threads of the model's parallel kernels (process-wide).
+  void set_num_threads(int n) { threads_(n); }
+  /// JSON: source model, target, kernels and where their schedules came from, arena bytes.
+  std::string description() const { return description_(); }
+
+ private:
+  CompiledModel() = default;
+
+  template <typename Fn>
+  bool bind(Fn& fn, const char* name) {
+    fn = reinterpret_cast<Fn>(dlsym(handle_, name));
+    if (!fn) missing_ = name;
+    return fn != nullptr;
+  }
+  bool bind_all() {
+    return bind(description_, "tessera_model_description") &&
+           bind(num_inputs_, "tessera_model_num_inputs") &&
+           bind(input_name_, "tessera_model_input_name") &&
+           bind(input_rank_, "tessera_model_input_rank") &&
+           bind(input_shape_, "tessera_model_input_shape") &&
+           bind(num_outputs_, "tessera_model_num_outputs") &&
+           bind(output_name_, "tessera_model_output_name") &&
+           bind(output_rank_, "tessera_model_output_rank") &&
+           bind(output_shape_, "tessera_model_output_shape") &&
+           bind(create_, "tessera_model_create") && bind(destroy_, "tessera_model_destroy") &&
+           bind(input_, "tessera_model_input") && bind(output_, "tessera_model_output") &&
+           bind(run_, "tessera_model_run") && bind(threads_, "tessera_model_set_num_threads");
+  }
+  void release() {
+    if (model_) destroy_(model_);
+    if (handle_) dlclose(handle_);
+    model_ = nullptr;
+    handle_ = nullptr;
+  }
+  static int index(size_t i, size_t n) {
+    if (i >= n)
+      throw CompiledModelError("index " + std::to_string(i) + " out of range (the model has " +
+                               std::to_string(n) + ")");
+    return static_cast<int>(i);
+  }
+  static size_t elements(const std::vector<int64_t>& shape) {
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    return n;
+  }
+
+  void* handle_ = nullptr;
+  tessera_model* model_ = nullptr;
+  std::string missing_;
+  int (*abi_version_)() = nullptr;
+  const char* (*description_)() = nullptr;
+  int (*num_inputs_)() = nullptr;
+  const char* (*input_name_)(int) = nullptr;
+  int (*input_rank_)(int) = nullptr;
+  const int64_t* (*input_shape_)(int) = nullptr;
+  int (*num_outputs_)() = nullptr;
+  const char* (*output_name_)(int) = nullptr;
+  int (*output_rank_)(int) = nullptr;
+  const int64_t* (*output_shape_)(int) = nullptr;
+  tessera_model* (*create_)() = nullptr;
+  void (*destroy_)(tessera_model*) = nullptr;
+  float* (*input_)(tessera_model*, int) = nullptr;
+  const float* (*output_)(const tessera_model*, int) = nullptr;
+  void (*run_)(tessera_model*) = nullptr;
+  void (*threads_)(int) = nullptr;
+};
+
+}  // namespace tessera

@@ -1,0 +1,48 @@
+/* The C interface of a model library that `tessera compile -o model.so` writes
+ * (graph::Executor::export_library). graph/compiled_model.h wraps it for C++; a C program can
+ * dlopen the library and call these directly. The library is self-contained: kernels, weights
+ * (read-only data) and the step list; it needs libgomp and libc only. */
+#ifndef TESSERA_MODEL_ABI_H
+#define TESSERA_MODEL_ABI_H
+
+#include <stdint.h>
+
+#define TESSERA_MODEL_ABI_VERSION 1
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tessera_model tessera_model;
+
+/* TESSERA_MODEL_ABI_VERSION of the library. */
+int tessera_model_abi_version(void);
+/* JSON: the source model, target, kernels (workload, schedule source, strategy, uses), steps
+ * and arena bytes. */
+const char* tessera_model_description(void);
+
+int tessera_model_num_inputs(void);
+const char* tessera_model_input_name(int i);
+int tessera_model_input_rank(int i);
+const int64_t* tessera_model_input_shape(int i);
+int tessera_model_num_outputs(void);
+const char* tessera_model_output_name(int i);
+int tessera_model_output_rank(int i);
+const int64_t* tessera_model_output_shape(int i);
+
+/* An instance with its own buffers (instances may run concurrently); NULL when out of memory. */
+tessera_model* tessera_model_create(void);
+void tessera_model_destroy(tessera_model* m);
+/* Input i's float32 buffer (row-major, the input's shape): write it before run. */
+float* tessera_model_input(tessera_model* m, int i);
+/* Output i's float32 buffer, valid until the next run or destroy. */
+const float* tessera_model_output(const tessera_model* m, int i);
+void tessera_model_run(tessera_model* m);
+/* OpenMP threads of the parallel kernels (the process-wide setting of libgomp). */
+void tessera_model_set_num_threads(int n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_MODEL_ABI_H */
