@@ -4,12 +4,13 @@
 Builds ResNet-18 (224x224), MobileNet-v2 (224x224, depthwise convolutions and Clip), the Nature
 DQN (4x84x84) and a small MLP with the `onnx` package and seeded random weights, batch 1. For each
 thread count it times onnxruntime (CPU provider, all graph optimizations, intra_op_num_threads =
-the thread count, one inter-op thread) and `tessera run-model --json` on the same input, checks
-that the outputs agree, and prints the medians and their ratio as a Markdown table.
+the thread count, one inter-op thread) and the model compiled by `tessera compile -o model.so`
+and run by `tessera run-model model.so --json` on the same input, checks that the outputs agree,
+and prints the medians and their ratio as a Markdown table.
 
-With `--trials N --db FILE` every model is first tuned by `tessera compile` (its distinct library
-operators as one task list) and run with those records; the tuning seconds are reported. Without
-them tessera runs the templates' default configurations.
+With `--trials N --db FILE` `tessera compile` first tunes every model (its distinct library
+operators as one task list) and builds the library from those records; the tuning seconds are
+reported. Without them the library holds the templates' default configurations.
 
 Run it in the repository's .venv (scripts/setup.sh installs onnx, onnxruntime and numpy there):
 
@@ -159,24 +160,22 @@ def cpu_line():
             f"{isa if isa else '(not set)'}; onnxruntime {ort.__version__}")
 
 
-def tessera_compile(args, path, db, threads):
+def tessera_compile(args, path, lib, db, threads):
     cmd = [args.tessera, "compile", path, "--trials", str(args.trials), "--db", db,
-           "--threads", str(threads), "--json"]
+           "--threads", str(threads), "--json", "-o", lib]
     start = time.perf_counter()
     run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=sys.stderr if args.verbose else
                          subprocess.DEVNULL, text=True)
     seconds = time.perf_counter() - start
     if run.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {run.returncode}")
-    report = json.loads(run.stdout)
+    report = json.loads(run.stdout) if args.trials else {"trials": 0}
     return seconds, report
 
 
-def tessera_run(args, path, in_path, out_path, threads, db):
-    cmd = [args.tessera, "run-model", path, "--input", in_path, "--output", out_path,
+def tessera_run(args, lib, in_path, out_path, threads):
+    cmd = [args.tessera, "run-model", lib, "--input", in_path, "--output", out_path,
            "--threads", str(threads), "--repeat", str(args.repeat), "--json"]
-    if db:
-        cmd += ["--db", db]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {run.returncode}: {run.stderr.strip()}")
@@ -212,17 +211,18 @@ def main():
         in_path = os.path.join(args.workdir, name + ".in.npy")
         out_path = os.path.join(args.workdir, name + ".out.npy")
         np.save(in_path, x)
-        tune_s, trials = None, 0
-        if args.trials:
-            tune_s, report = tessera_compile(args, path, args.db, args.tune_threads)
-            trials = report["trials"]
+        lib = os.path.join(args.workdir, name + ".so")
+        db = args.db or os.path.join(args.workdir, "no-records.db")
+        compile_s, report = tessera_compile(args, path, lib, db, args.tune_threads)
+        tune_s = compile_s if args.trials else None
+        trials = report["trials"]
         for threads in args.threads:
             expected, ort_ms = ort_time(path, x, threads, args.repeat)
-            report = tessera_run(args, path, in_path, out_path, threads, args.db)
+            report = tessera_run(args, lib, in_path, out_path, threads)
             got = np.load(out_path)
             err = float(np.max(np.abs(got - expected)) /
                         max(float(np.max(np.abs(expected))), 1e-30))
-            schedules = [k["schedule"] for k in report["kernels"]]
+            schedules = [k["schedule"] for k in report["library"]["kernels"]]
             rows.append({
                 "model": name, "threads": threads,
                 "onnxruntime_ms": round(ort_ms, 3),
@@ -231,7 +231,7 @@ def main():
                 "tuned_kernels": schedules.count("db"),
                 "default_kernels": schedules.count("default") + schedules.count("plain"),
                 "te_kernels": schedules.count("fixed"),
-                "steps": report["steps"],
+                "steps": report["library"]["steps"],
                 "trials": trials,
                 "tuning_s": round(tune_s, 1) if tune_s is not None else "",
                 "max_rel_err": f"{err:.1e}",

@@ -410,8 +410,9 @@ TEST(CodegenC, VectorExpMatchesLibmOverItsRange) {
   const int n = static_cast<int>(inputs.size()) + 2;  // 32 values
   Buffer a = make_buffer("A", kF32, {n});
   Buffer b = make_buffer("B", kF32, {n});
-  // 32 lanes (the portable path: no AVX-512 instruction is that wide), 16 and 8 lanes (vscalefps
-  // where the compiler targets AVX-512), and 16 lanes compiled without AVX-512.
+  // 32 lanes (the portable path: no AVX-512 instruction is that wide; without AVX-512, chunks of
+  // 8), 16 and 8 lanes (vscalefps where the compiler targets AVX-512), and 16 lanes compiled
+  // without AVX-512 (chunks of 8).
   for (int lanes : {32, 16, 8, -16}) {
     SCOPED_TRACE(lanes);
     const int width = std::abs(lanes);
@@ -422,7 +423,9 @@ TEST(CodegenC, VectorExpMatchesLibmOverItsRange) {
         make_for(o, 0, n / width, kSerial,
                  make_for(i, 0, width, kVectorized, make_store(b, {at}, exp(make_load(a, {at}))))));
     std::string code = codegen_c(p);
-    EXPECT_EQ(code.find("_scalef_ps") != std::string::npos, width <= 16) << code;
+    // Vectors wider than 8 lanes have an AVX-512 form and one of 8-lane chunks for AVX2.
+    EXPECT_EQ(code.find("_mm512_scalef_ps") != std::string::npos, width == 16) << code;
+    EXPECT_EQ(code.find("i_chunk") != std::string::npos, width > 8) << code;
     CompileOptions options;
     options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
     if (lanes < 0) options.flags.push_back("-mno-avx512f");
