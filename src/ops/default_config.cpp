@@ -108,21 +108,17 @@ void gemm_defaults(Chooser& c, int64_t m, int64_t n, int threads) {
 void conv2d_defaults(Chooser& c, const Workload& w, int threads) {
   const Isa& isa = target_isa();
   int64_t o = w.get("O"), ow = out_extent(w, "W");
-  // Two vectors of 16 output channels where the channels and registers allow, so that each input
-  // value loaded feeds two FMAs; then as many columns as the registers hold besides the weight
-  // vectors and the broadcast value.
-  // With 16 registers a 16-channel vector is two of them already: one vector, more columns.
-  int64_t vectors = 1, lanes = 16;
-  if (o % 32 == 0 && isa.vector_registers >= 32) vectors = 2;
-  if (o % 16 != 0) lanes = o % 8 == 0 ? 8 : 4;
-  if (w.get_or("WB", 0) > 0) {
-    // Pre-packed weights fix the vector to one block.
-    lanes = w.get("WB");
-    vectors = o % (2 * lanes) == 0 ? 2 : 1;
-  }
+  // Two vectors of the ISA's lanes where the channels allow, so that each input value loaded
+  // feeds two FMAs; then as many columns as the registers hold besides the broadcast value (the
+  // FMAs read the weights from memory): 7 x 2 accumulators with AVX2's 16 registers.
+  int64_t lanes = isa.f32_lanes;
+  if (o % lanes != 0) lanes = o % 8 == 0 ? 8 : 4;
+  // Pre-packed weights fix the vector to one block.
+  if (w.get_or("WB", 0) > 0) lanes = w.get("WB");
+  int64_t vectors = o % (2 * lanes) == 0 ? 2 : 1;
   c.value("tile_oc", {{vectors, lanes}, {1, lanes}});
   int64_t per_column = vectors * std::max<int64_t>(1, lanes / isa.f32_lanes);
-  int64_t columns = (isa.vector_registers - 4) / per_column;
+  int64_t columns = (isa.vector_registers - 2) / per_column;
   c.value("tile_ow", dividing_first(ow, {8, 7, 14, 4, 2}),
           [&](const std::vector<int64_t>& t) { return t[1] <= columns; });
   c.value("tile_ic", exact_inner(w.get("C"), 16));

@@ -267,7 +267,9 @@ TEST(GraphCompileCli, BadInputExitsTwoWithOneLine) {
   const std::pair<std::string, std::string> cases[] = {
       {"compile " + bad, "(LpNormalization): unsupported operator"},
       {"compile /nonexistent/model.onnx", "/nonexistent/model.onnx"},
-      {"compile " + good + " --trials 0", "--trials: must be positive, not 0"},
+      {"compile " + good + " --trials 0", "--trials 0 without -o does nothing"},
+      {"compile " + good + " --trials 0 -o /nonexistent/dir/model.so", "is not a directory"},
+      {"compile " + good + " --trials -1", "--trials: must be zero or more"},
       {"compile " + good + " --threads -1", "--threads: must be 0 (all cores) or more"},
       {"compile", "model is required"},
   };
@@ -281,6 +283,29 @@ TEST(GraphCompileCli, BadInputExitsTwoWithOneLine) {
   }
   std::ifstream never(db);
   EXPECT_FALSE(never.good()) << "no DB is created on bad input";
+}
+
+// compile -o without tuning, then run-model on the library: default configurations, said so.
+TEST(GraphCompileCli, TrialsZeroWritesALibraryThatRunModelRuns) {
+  std::string good = write_model(small_model(), "compile_lib.onnx");
+  std::string lib = ::testing::TempDir() + "/compile_lib.so";
+  std::string db = ::testing::TempDir() + "/compile_lib_never.db";
+  testing::CliOutcome c =
+      testing::run_cli("compile " + good + " --trials 0 -o " + lib + " --db " + db);
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_NE(c.out.find("(no records DB)"), std::string::npos) << c.out;
+  testing::CliOutcome r = testing::run_cli("run-model " + lib + " --threads 1 --repeat 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("compiled without tuning records"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compiled from " + good), std::string::npos) << r.out;
+  testing::CliOutcome check = testing::run_cli("run-model " + lib + " --check");
+  EXPECT_EQ(check.exit_code, 2) << check.out;
+  EXPECT_NE(check.out.find("--check needs model.onnx"), std::string::npos) << check.out;
+  testing::CliOutcome missing = testing::run_cli("run-model " + lib + ".missing.so");
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("cannot load"), std::string::npos) << missing.out;
+  std::ifstream never(db);
+  EXPECT_FALSE(never.good()) << "--trials 0 creates no DB";
 }
 
 }  // namespace
