@@ -9,6 +9,7 @@
 
 #include "model/transfer_model.h"
 #include "ops/templates.h"
+#include "runtime/module.h"
 #include "te/error.h"
 #include "tune/model_tuner.h"
 
@@ -143,7 +144,25 @@ void TuneSession::set_global(std::shared_ptr<const CostModel> global, const Tran
 }
 
 int TuneSession::step(int n) {
-  std::vector<Config> batch = tuner_->propose(n);
+  // The first trial is the default configuration (what an untuned model runs), so that tuning
+  // never ends slower than not tuning: a short budget's learned picks can all be worse than it.
+  std::optional<Config> seed;
+  if (!default_tried_ && n > 0) {
+    default_tried_ = true;
+    int threads = measurer_.runner().params().threads;
+    try {
+      Config c = default_config(*space_, workload_, threads > 0 ? threads : num_threads());
+      if (!tuner_->visited(c)) seed = c;
+    } catch (const Error&) {
+      // No default for this space: the tuner's own proposals only.
+    }
+  }
+  std::vector<Config> batch = tuner_->propose(seed ? n - 1 : n);
+  if (seed) {
+    uint64_t index = space_->to_index(*seed);
+    std::erase_if(batch, [&](const Config& c) { return space_->to_index(c) == index; });
+    batch.insert(batch.begin(), *seed);
+  }
   if (batch.empty()) return 0;  // the space is exhausted
   std::vector<MeasureInput> inputs;
   for (const Config& c : batch)

@@ -109,6 +109,7 @@ class TuneSession {
   TransferModel* transfer_ = nullptr;
   double flops_ = 0;
   double started_ = 0;
+  bool default_tried_ = false;  // the default configuration went into the first batch
   TuneResult result_;
   // Every correct configuration's fastest measurement (seconds) and knob values, for re-timing.
   std::unordered_map<std::string, double> fastest_;

@@ -12,6 +12,7 @@
 #include "schedule/strategy_parser.h"
 #include "tune/retime.h"
 #include "tune/tune.h"
+#include "tune/tune_test_util.h"
 
 namespace tessera {
 namespace {
@@ -111,6 +112,39 @@ TEST(TuneRun, RecordsEveryTrialResumesAndTheBestReplays) {
   std::filesystem::remove(db);
   std::filesystem::remove(db + "-wal");
   std::filesystem::remove(db + "-shm");
+}
+
+// Tuning starts from what an untuned model runs, so it never ends slower than that.
+TEST(TuneRun, TheFirstTrialIsTheDefaultConfiguration) {
+  testing::TempDb db("tune_default_first");
+  TuneParams params;
+  params.tuner = "random";
+  params.trials = 3;
+  params.batch_size = 3;
+  params.seed = 5;
+  MeasureParams measure;
+  measure.run.threads = 1;
+  measure.run.timing.repeat = 1;
+  measure.run.timing.min_repeat_ms = 1;
+  const std::string workload = "matmul:M=64,N=64,K=64";
+  tune(workload, params, measure, db.path);
+  Workload w = parse_workload(workload);
+  ConfigSpace space = space_for(w);
+  std::string expected = space.instantiate(default_config(space, w, 1)).text();
+  RecordDb records = RecordDb::open(db.path, RecordDb::Mode::kReadOnly);
+  RecordQuery q;
+  q.workload = workload;
+  std::vector<Record> all = records.records(q);
+  ASSERT_EQ(all.size(), 3u);
+  size_t defaults = 0;
+  for (const Record& r : all) defaults += r.result.strategy == expected;
+  EXPECT_EQ(defaults, 1u) << "the default configuration was measured once: " << expected;
+  // A resumed run does not measure it again.
+  tune(workload, params, measure, db.path);
+  RecordDb again = RecordDb::open(db.path, RecordDb::Mode::kReadOnly);
+  defaults = 0;
+  for (const Record& r : again.records(q)) defaults += r.result.strategy == expected;
+  EXPECT_EQ(defaults, 1u);
 }
 
 TEST(Retime, ThePickIsTheBestMedianNotTheLuckiestMeasurement) {
