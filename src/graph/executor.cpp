@@ -35,10 +35,6 @@ HostTensor to_host(const NDArray& a, const std::vector<int64_t>& shape) {
 
 namespace {
 
-// Below this many floating-point operations a kernel runs on one thread: waking the others costs
-// more than they save (a few microseconds each, far more when a core is busy elsewhere).
-constexpr double kParallelFlops = 2e6;
-
 // Every knob at its first value, which the templates order as their plainest choice, except
 // that the outer loop runs in parallel where a `parallel` knob offers it: the fallback for a
 // kernel whose default configuration (ops/templates.h) does not apply.
@@ -193,9 +189,10 @@ class Planner {
     }
     if (info.schedule == "plain") {
       ConfigSpace space = space_for(w);
-      bool parallel = op.flops >= kParallelFlops;
-      for (const Config& c : {default_config(space, w, parallel ? num_threads() : 1),
-                              first_values_config(space, parallel)}) {
+      int threads = default_threads(op.flops, num_threads());
+      bool parallel = threads > 1;
+      for (const Config& c :
+           {default_config(space, w, threads), first_values_config(space, parallel)}) {
         ProgramStrategy s = space.instantiate(c);
         RewriteResult<Program> r = s(op.program);
         if (!r) continue;

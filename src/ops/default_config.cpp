@@ -223,4 +223,8 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
   return config;
 }
 
+int default_threads(double flops, int threads) {
+  return flops >= 2e6 ? threads : 1;
+}
+
 }  // namespace tessera

@@ -34,6 +34,11 @@ ConfigSpace elementwise_space(const Workload& w);
 /// loop gets them), serial for 1.
 Config default_config(const ConfigSpace& space, const Workload& w, int threads);
 
+/// The threads an untuned kernel of `flops` floating-point operations runs on: below 2 MFLOP
+/// one, since waking the others costs more than they save (a few microseconds each, far more
+/// when a core is busy elsewhere); `threads` otherwise.
+int default_threads(double flops, int threads);
+
 /// The space of a workload's operator; throws tessera::Error when the op has none yet.
 ConfigSpace space_for(const Workload& w);
 

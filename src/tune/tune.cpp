@@ -151,7 +151,9 @@ int TuneSession::step(int n) {
     default_tried_ = true;
     int threads = measurer_.runner().params().threads;
     try {
-      Config c = default_config(*space_, workload_, threads > 0 ? threads : num_threads());
+      // As the graph executor runs it untuned (small kernels on one thread).
+      Config c = default_config(*space_, workload_,
+                                default_threads(flops_, threads > 0 ? threads : num_threads()));
       if (!tuner_->visited(c)) seed = c;
     } catch (const Error&) {
       // No default for this space: the tuner's own proposals only.

@@ -142,19 +142,19 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
       EXPECT_TRUE(ev.correct) << s.text() << "\n" << ev.mismatch;
     }
   }
-  // AVX-512: two vectors of 16 channels by 8 (or 7) columns; AVX2: one by 4. Depthwise channel
-  // blocks are the ISA's vector.
+  // AVX-512: two vectors of 16 channels by 8 (or 7) columns; AVX2: two of 8 by 7 (14
+  // accumulators, weights as FMA memory operands). Depthwise channel blocks are the ISA's vector.
   const bool wide = target_isa().vector_registers >= 32;
   const std::pair<const char*, std::vector<const char*>> models[] = {
       {"conv2d:N=1,C=64,H=56,W=56,O=64,K=3,S=1,P=1",
-       {wide ? "split(o, 32)" : "split(o, 16)", wide ? "split(x, 8)" : "split(x, 4)",
-        "split(rc, 16)", "parallel(o.outer.y.fused)"}},
+       {wide ? "split(o, 32)" : "split(o, 16)", wide ? "split(o.inner, 16)" : "split(o.inner, 8)",
+        wide ? "split(x, 8)" : "split(x, 7)", "split(rc, 16)", "parallel(o.outer.y.fused)"}},
       // Two blocks of 32 channels are too few for the threads (they take rows); four of 16 do.
       {"conv2d_bias_relu:N=1,C=64,H=56,W=56,O=64,K=3,S=1,P=1",
        {"reverse_compute_at(relu, conv.x.outer)",
         wide ? "parallel(conv.y)" : "parallel(conv.o.outer)"}},
       {"conv2d_bias_relu:N=1,C=512,H=7,W=7,O=512,K=3,S=1,P=1",
-       {wide ? "split(conv.x, 7)" : "split(conv.x, 4)", "parallel(conv.o.outer)"}},
+       {"split(conv.x, 7)", "parallel(conv.o.outer)"}},
       {"depthwise_conv2d:N=1,C=144,H=56,W=56,K=3,S=2,P=1",
        {wide ? "pack(data, 1, 16)" : "pack(data, 1, 8)", "unroll(ry)"}},
       {"depthwise_conv2d:N=1,C=32,H=112,W=112,K=3,S=1,P=1", {"vectorize(x.inner.inner)"}},
