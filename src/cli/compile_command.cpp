@@ -31,14 +31,13 @@ int write_library(const graph::Graph& g, const CompileArgs& args) {
     graph::Executor ex = graph::Executor::compile(g, params);
     graph::ExportOptions options;
     options.model = args.model;
-    ex.export_library(args.output, options);
+    graph::Executor::MemoryPlan memory = ex.export_library(args.output, options);
     int tuned = 0, fixed = 0;
     for (const graph::KernelInfo& k : ex.kernels()) {
       tuned += k.schedule == "db";
       fixed += k.schedule == "fixed";
     }
     int defaults = static_cast<int>(ex.kernels().size()) - tuned - fixed;
-    graph::Executor::MemoryPlan memory = ex.plan_memory();
     std::cerr << fmt::format(
         "compile: wrote {} ({} kernels in {} steps: {} tuned, {} at the default "
         "configuration{}, {} graph te; intermediates {:.1f} MB packed into {:.1f} MB)\n",

@@ -53,6 +53,63 @@ bool is_shared_object(const std::string& path) {
   return path.ends_with(".so");
 }
 
+// The model's input: read from --input (its shape checked) or seeded random. Throws Error.
+graph::HostTensor model_input(const RunModelArgs& args, const std::string& name,
+                              const std::vector<int64_t>& shape) {
+  if (args.input.empty()) {
+    NDArray a = NDArray::empty(shape, DType::kFloat32);
+    a.fill_random(args.seed);
+    return graph::to_host(a, shape);
+  }
+  graph::HostTensor input = graph::read_npy(args.input);
+  if (input.shape != shape)
+    throw_error("{}: shape {}, the model's input '{}' is {}", args.input,
+                graph::shape_text(input.shape), name, graph::shape_text(shape));
+  return input;
+}
+
+// The report's input, outputs and timing, shared by both kinds of model.
+void add_run_json(nlohmann::json& j, const RunModelArgs& args, const std::string& input_name,
+                  const graph::HostTensor& input, const std::vector<std::string>& output_names,
+                  const std::vector<graph::HostTensor>& outputs, const Timing& timing) {
+  j["input"] = {
+      {"name", input_name},
+      {"shape", input.shape},
+      {"source", args.input.empty() ? fmt::format("random (seed {})", args.seed) : args.input}};
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    OutputSummary s = summarize(output_names[i], outputs[i]);
+    j["outputs"].push_back(
+        {{"name", s.name}, {"shape", s.shape}, {"checksum", s.checksum}, {"first", s.first}});
+  }
+  j["threads"] = num_threads();
+  j["ms_median"] = timing.median * 1e3;
+  std::vector<double> ms = timing.seconds_per_run;
+  for (double& v : ms) v *= 1e3;
+  j["ms_per_repeat"] = ms;
+}
+
+void print_input_and_outputs(const RunModelArgs& args, const std::string& input_name,
+                             const graph::HostTensor& input,
+                             const std::vector<std::string>& output_names,
+                             const std::vector<graph::HostTensor>& outputs) {
+  std::cout << fmt::format(
+      "input     {} {} ({})\n", input_name, graph::shape_text(input.shape),
+      args.input.empty() ? fmt::format("random, seed {}", args.seed) : args.input);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    OutputSummary s = summarize(output_names[i], outputs[i]);
+    std::vector<std::string> first;
+    for (double v : s.first) first.push_back(fmt::format("{:.6g}", v));
+    std::cout << fmt::format("output    {} {} checksum {:.6g}, first [{}]\n", s.name,
+                             graph::shape_text(s.shape), s.checksum, fmt::join(first, ", "));
+  }
+}
+
+void print_time(const Timing& timing) {
+  std::cout << fmt::format("time      {:.4f} ms (median of {}, {} thread{})\n", timing.median * 1e3,
+                           timing.seconds_per_run.size(), num_threads(),
+                           num_threads() == 1 ? "" : "s");
+}
+
 // A model library from `tessera compile -o`: loaded, fed, run and timed through its C
 // interface, as an application would.
 int run_library(const RunModelArgs& args) {
@@ -68,7 +125,6 @@ int run_library(const RunModelArgs& args) {
     return kExitBadInput;
   }
   graph::HostTensor input;
-  bool random_input = args.input.empty();
   std::optional<CompiledModel> model;
   try {
     if (args.threads < 0) throw_error("--threads must be positive");
@@ -76,17 +132,7 @@ int run_library(const RunModelArgs& args) {
     if (model->num_inputs() != 1)
       throw_error("{}: the model has {} inputs (run-model feeds one)", args.model,
                   model->num_inputs());
-    std::vector<int64_t> shape = model->input_shape(0);
-    if (random_input) {
-      NDArray a = NDArray::empty(shape, DType::kFloat32);
-      a.fill_random(args.seed);
-      input = graph::to_host(a, shape);
-    } else {
-      input = graph::read_npy(args.input);
-      if (input.shape != shape)
-        throw_error("{}: shape {}, the model's input '{}' is {}", args.input,
-                    graph::shape_text(input.shape), model->input_name(0), graph::shape_text(shape));
-    }
+    input = model_input(args, model->input_name(0), model->input_shape(0));
   } catch (const std::exception& e) {
     std::cerr << "tessera: error: " << e.what() << "\n";
     return kExitBadInput;
@@ -96,9 +142,11 @@ int run_library(const RunModelArgs& args) {
   model->set_input(0, x);
   model->run();
   std::vector<graph::HostTensor> outputs;
+  std::vector<std::string> output_names;
   for (size_t i = 0; i < model->num_outputs(); ++i) {
     std::vector<float> y = model->get_output(i);
     outputs.push_back({model->output_shape(i), std::vector<double>(y.begin(), y.end()), false});
+    output_names.push_back(model->output_name(i));
   }
   Timing timing = time_function([&] { model->run(); }, args.repeat, 20);
   if (!args.output.empty()) {
@@ -123,20 +171,7 @@ int run_library(const RunModelArgs& args) {
     nlohmann::json j;
     j["model"] = args.model;
     j["library"] = d;
-    j["input"] = {
-        {"name", model->input_name(0)},
-        {"shape", input.shape},
-        {"source", random_input ? fmt::format("random (seed {})", args.seed) : args.input}};
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      OutputSummary s = summarize(model->output_name(i), outputs[i]);
-      j["outputs"].push_back(
-          {{"name", s.name}, {"shape", s.shape}, {"checksum", s.checksum}, {"first", s.first}});
-    }
-    j["threads"] = num_threads();
-    j["ms_median"] = timing.median * 1e3;
-    std::vector<double> ms = timing.seconds_per_run;
-    for (double& v : ms) v *= 1e3;
-    j["ms_per_repeat"] = ms;
+    add_run_json(j, args, model->input_name(0), input, output_names, outputs, timing);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -149,19 +184,8 @@ int run_library(const RunModelArgs& args) {
       tuned == 0 && defaults > 0 ? " (compiled without tuning records)" : "", fixed);
   std::cout << fmt::format("memory    weights {:.1f} MB, intermediates {:.1f} MB in one arena\n",
                            d.value("weight_bytes", 0.0) / 1e6, d.value("arena_bytes", 0.0) / 1e6);
-  std::cout << fmt::format("input     {} {} ({})\n", model->input_name(0),
-                           graph::shape_text(input.shape),
-                           random_input ? fmt::format("random, seed {}", args.seed) : args.input);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    OutputSummary s = summarize(model->output_name(i), outputs[i]);
-    std::vector<std::string> first;
-    for (double v : s.first) first.push_back(fmt::format("{:.6g}", v));
-    std::cout << fmt::format("output    {} {} checksum {:.6g}, first [{}]\n", s.name,
-                             graph::shape_text(s.shape), s.checksum, fmt::join(first, ", "));
-  }
-  std::cout << fmt::format("time      {:.4f} ms (median of {}, {} thread{})\n", timing.median * 1e3,
-                           timing.seconds_per_run.size(), num_threads(),
-                           num_threads() == 1 ? "" : "s");
+  print_input_and_outputs(args, model->input_name(0), input, output_names, outputs);
+  print_time(timing);
   return 0;
 }
 
@@ -170,7 +194,6 @@ int run_model(const RunModelArgs& args) {
   graph::Graph g;
   std::vector<graph::PassLog> log;
   graph::HostTensor input;
-  bool random_input = args.input.empty();
   size_t nodes_before = 0;
   try {
     if (args.threads < 0) throw_error("--threads must be positive");
@@ -179,17 +202,7 @@ int run_model(const RunModelArgs& args) {
     log = graph::run_default_passes(g);
     if (g.inputs.size() != 1)
       throw_error("{}: the model has {} inputs (run-model feeds one)", args.model, g.inputs.size());
-    const std::vector<int64_t>& shape = g.shape(g.inputs[0]);
-    if (random_input) {
-      NDArray a = NDArray::empty(shape, DType::kFloat32);
-      a.fill_random(args.seed);
-      input = graph::to_host(a, shape);
-    } else {
-      input = graph::read_npy(args.input);
-      if (input.shape != shape)
-        throw_error("{}: shape {}, the model's input '{}' is {}", args.input,
-                    graph::shape_text(input.shape), g.inputs[0], graph::shape_text(shape));
-    }
+    input = model_input(args, g.inputs[0], g.shape(g.inputs[0]));
   } catch (const Error& e) {
     std::cerr << "tessera: error: " << e.what() << "\n";
     return kExitBadInput;
@@ -245,15 +258,7 @@ int run_model(const RunModelArgs& args) {
     j["nodes"] = g.nodes.size();
     for (const graph::PassLog& p : log) j["passes"][p.pass] = p.changed;
     j["graph"] = graph::print_graph(g);
-    j["input"] = {
-        {"name", g.inputs[0]},
-        {"shape", input.shape},
-        {"source", random_input ? fmt::format("random (seed {})", args.seed) : args.input}};
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      OutputSummary s = summarize(g.outputs[i], outputs[i]);
-      j["outputs"].push_back(
-          {{"name", s.name}, {"shape", s.shape}, {"checksum", s.checksum}, {"first", s.first}});
-    }
+    add_run_json(j, args, g.inputs[0], input, g.outputs, outputs, timing);
     for (size_t i = 0; i < ex.kernels().size(); ++i) {
       const graph::KernelInfo& k = ex.kernels()[i];
       j["kernels"].push_back({{"workload", k.workload},
@@ -263,11 +268,6 @@ int run_model(const RunModelArgs& args) {
       if (args.profile) j["kernels"].back()["ms"] = kernel_ms[i];
     }
     j["steps"] = ex.steps();
-    j["threads"] = num_threads();
-    j["ms_median"] = timing.median * 1e3;
-    std::vector<double> ms = timing.seconds_per_run;
-    for (double& v : ms) v *= 1e3;
-    j["ms_per_repeat"] = ms;
     if (args.check) j["max_rel_error_vs_reference"] = check_error;
     std::cout << j.dump(2) << "\n";
   } else {
@@ -286,21 +286,11 @@ int run_model(const RunModelArgs& args) {
       std::string ms = args.profile ? fmt::format(" {:9.4f} ms", kernel_ms[i]) : "";
       std::cout << fmt::format("         {} {:<8} x{} {}\n", ms, k.schedule, k.uses, k.workload);
     }
-    std::cout << fmt::format("input     {} {} ({})\n", g.inputs[0], graph::shape_text(input.shape),
-                             random_input ? fmt::format("random, seed {}", args.seed) : args.input);
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      OutputSummary s = summarize(g.outputs[i], outputs[i]);
-      std::vector<std::string> first;
-      for (double v : s.first) first.push_back(fmt::format("{:.6g}", v));
-      std::cout << fmt::format("output    {} {} checksum {:.6g}, first [{}]\n", s.name,
-                               graph::shape_text(s.shape), s.checksum, fmt::join(first, ", "));
-    }
+    print_input_and_outputs(args, g.inputs[0], input, g.outputs, outputs);
     if (args.check)
       std::cout << fmt::format("check     max relative error {:.3g} vs the reference path\n",
                                check_error);
-    std::cout << fmt::format("time      {:.4f} ms (median of {}, {} thread{})\n",
-                             timing.median * 1e3, timing.seconds_per_run.size(), num_threads(),
-                             num_threads() == 1 ? "" : "s");
+    print_time(timing);
   }
   return args.check && !(check_error <= 1e-3) ? kExitWrong : 0;
 }

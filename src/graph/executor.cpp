@@ -5,10 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <optional>
-#include <thread>
 
 #include "codegen/codegen_c.h"
 #include "db/record_db.h"
@@ -18,6 +16,7 @@
 #include "ops/templates.h"
 #include "ops/workload.h"
 #include "runtime/isa.h"
+#include "runtime/parallel_jobs.h"
 #include "schedule/strategy_parser.h"
 #include "te/error.h"
 
@@ -109,24 +108,16 @@ class Planner {
 
   void compile() {
     ex_.modules_.resize(ex_.codes_.size());
-    std::atomic<size_t> next{0};
     std::vector<std::string> errors(ex_.codes_.size());
-    auto worker = [&] {
-      for (size_t i = next++; i < ex_.codes_.size(); i = next++) {
-        try {
-          CompileOptions opts;
-          opts.entry = kernel_entry(i);
-          ex_.modules_[i] = std::make_shared<Module>(Module::compile(ex_.codes_[i], opts));
-        } catch (const Error& e) {
-          errors[i] = e.what();
-        }
+    run_parallel_jobs(ex_.codes_.size(), params_.compile_jobs, [&](size_t i) {
+      try {
+        CompileOptions opts;
+        opts.entry = kernel_entry(i);
+        ex_.modules_[i] = std::make_shared<Module>(Module::compile(ex_.codes_[i], opts));
+      } catch (const Error& e) {
+        errors[i] = e.what();
       }
-    };
-    unsigned jobs = params_.compile_jobs > 0 ? params_.compile_jobs
-                                             : std::max(1u, std::thread::hardware_concurrency());
-    std::vector<std::thread> pool;
-    for (unsigned j = 0; j < jobs && j < ex_.codes_.size(); ++j) pool.emplace_back(worker);
-    for (std::thread& t : pool) t.join();
+    });
     for (size_t i = 0; i < errors.size(); ++i)
       if (!errors[i].empty())
         throw KernelBuildError(

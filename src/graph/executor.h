@@ -81,12 +81,6 @@ class Executor {
   const std::vector<KernelInfo>& kernels() const { return kernels_; }
   int steps() const { return static_cast<int>(steps_.size()); }
 
-  /// Writes the model as one shared object (graph/compiled_model.h loads it): every kernel,
-  /// the weights embedded read-only, the step list, and intermediate values packed into one
-  /// arena where their lifetimes do not overlap. Its C interface is `tessera_model_*`
-  /// (graph/model_abi.h). Throws KernelBuildError when the C compiler fails.
-  void export_library(const std::string& path, const ExportOptions& options = {}) const;
-
   /// Bytes of intermediate values: every value its own buffer (as run() keeps them) and packed
   /// by lifetime (as export_library() lays them out).
   struct MemoryPlan {
@@ -95,6 +89,13 @@ class Executor {
     std::vector<size_t> offsets;  // per array: arena offset (intermediates and inputs)
   };
   MemoryPlan plan_memory() const;
+
+  /// Writes the model as one shared object (graph/compiled_model.h loads it): every kernel,
+  /// the weights embedded read-only, the step list, and intermediate values packed into one
+  /// arena where their lifetimes do not overlap. Its C interface is `tessera_model_*`
+  /// (graph/model_abi.h). Returns the arena layout it wrote. Throws KernelBuildError when the C
+  /// compiler fails.
+  MemoryPlan export_library(const std::string& path, const ExportOptions& options = {}) const;
 
  private:
   struct Step {

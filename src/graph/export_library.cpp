@@ -90,7 +90,8 @@ Executor::MemoryPlan Executor::plan_memory() const {
   return plan;
 }
 
-void Executor::export_library(const std::string& path, const ExportOptions& options) const {
+Executor::MemoryPlan Executor::export_library(const std::string& path,
+                                              const ExportOptions& options) const {
   std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
   if (!std::filesystem::is_directory(dir))
     throw_error("cannot write {}: {} is not a directory", path, dir.string());
@@ -251,6 +252,7 @@ TSR_API void tessera_model_set_num_threads(int n) {{ omp_set_num_threads(n); }}
   } catch (const Error& e) {
     throw KernelBuildError(fmt::format("cannot build {}: {}", path, e.what()));
   }
+  return memory;
 }
 
 }  // namespace tessera::graph

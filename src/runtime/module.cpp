@@ -7,16 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "runtime/isa.h"
+#include "runtime/parallel_jobs.h"
 #include "runtime/shared_library.h"
 #include "runtime/text_file.h"
 #include "te/error.h"
@@ -202,24 +201,16 @@ void SharedLibraryBuilder::link(const std::string& output, const CompileOptions&
                                 int jobs) const {
   const std::vector<std::string>& sources = impl_->sources;
   std::vector<std::string> errors(sources.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < sources.size(); i = next++) {
-      std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/false);
-      if (sources[i].ends_with(".c")) argv.push_back("-fvisibility=hidden");
-      argv.insert(argv.end(), {"-c", "-o", path(sources[i] + ".o"), path(sources[i])});
-      try {
-        run_compiler(argv, path(sources[i] + ".log"));
-      } catch (const Error& e) {
-        errors[i] = fmt::format("{}: {}", sources[i], e.what());
-      }
+  run_parallel_jobs(sources.size(), jobs, [&](size_t i) {
+    std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/false);
+    if (sources[i].ends_with(".c")) argv.push_back("-fvisibility=hidden");
+    argv.insert(argv.end(), {"-c", "-o", path(sources[i] + ".o"), path(sources[i])});
+    try {
+      run_compiler(argv, path(sources[i] + ".log"));
+    } catch (const Error& e) {
+      errors[i] = fmt::format("{}: {}", sources[i], e.what());
     }
-  };
-  unsigned n =
-      jobs > 0 ? static_cast<unsigned>(jobs) : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (unsigned j = 0; j < n && j < sources.size(); ++j) pool.emplace_back(worker);
-  for (std::thread& t : pool) t.join();
+  });
   for (const std::string& e : errors)
     if (!e.empty()) throw_error("{}", e);
 
