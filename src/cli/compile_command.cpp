@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 
+#include "cli/validators.h"
 #include "graph/executor.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
@@ -61,7 +62,7 @@ int compile_command(const CompileArgs& args) {
   graph::Graph g;
   try {
     g = graph::import_onnx(args.model);
-    graph::run_default_passes(g);
+    graph::run_default_passes(g, {args.layout == "nchwc"});
     // One spec per step the executor runs, named after the first node that needs the workload:
     // tune-all merges the repeats into one task whose weight is how often the model runs it.
     std::map<std::string, bool> seen;
@@ -122,6 +123,7 @@ CompileCommand add_compile_command(CLI::App& app) {
                     "graph/compiled_model.h");
   c.app->add_flag("--list-tasks", a.list_tasks,
                   "Print the task list (tune-all's file format) and tune nothing");
+  add_layout_option(c.app, a.layout);
   add_tune_all_options(c.app, a.tune, /*allow_zero_trials=*/true);
   return c;
 }

@@ -14,7 +14,8 @@ struct CompileArgs {
   std::string model;
   TuneAllArgs tune;  // tune-all's options; its file and model stay empty
   bool list_tasks = false;
-  std::string output;  // -o model.so; empty: tune only
+  std::string output;            // -o model.so; empty: tune only
+  std::string layout = "nchwc";  // nchwc: channel blocks between convolutions; nchw: none
 };
 
 struct CompileCommand {

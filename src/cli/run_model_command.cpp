@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/validators.h"
 #include "graph/compiled_model.h"
 #include "graph/executor.h"
 #include "graph/npy.h"
@@ -113,10 +114,11 @@ void print_time(const Timing& timing) {
 // A model library from `tessera compile -o`: loaded, fed, run and timed through its C
 // interface, as an application would.
 int run_library(const RunModelArgs& args) {
-  std::string unsupported = args.check         ? "--check"
-                            : args.profile     ? "--profile"
-                            : !args.db.empty() ? "--db"
-                                               : "";
+  std::string unsupported = args.check             ? "--check"
+                            : args.profile         ? "--profile"
+                            : !args.db.empty()     ? "--db"
+                            : !args.layout.empty() ? "--layout"
+                                                   : "";
   if (!unsupported.empty()) {
     std::cerr << fmt::format(
         "tessera: error: {} needs model.onnx: {} is compiled (its schedules were fixed by "
@@ -199,7 +201,7 @@ int run_model(const RunModelArgs& args) {
     if (args.threads < 0) throw_error("--threads must be positive");
     g = graph::import_onnx(args.model);
     nodes_before = g.nodes.size();
-    log = graph::run_default_passes(g);
+    log = graph::run_default_passes(g, {args.layout != "nchw"});
     if (g.inputs.size() != 1)
       throw_error("{}: the model has {} inputs (run-model feeds one)", args.model, g.inputs.size());
     input = model_input(args, g.inputs[0], g.shape(g.inputs[0]));
@@ -318,6 +320,7 @@ RunModelCommand add_run_model_command(CLI::App& app) {
   c.app->add_flag("--profile", a.profile,
                   "Time each kernel (the sum over its steps, median of --repeat runs)");
   c.app->add_flag("--json", a.json, "Print the result as JSON");
+  add_layout_option(c.app, a.layout);
   return c;
 }
 

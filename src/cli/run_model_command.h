@@ -19,6 +19,7 @@ struct RunModelArgs {
   bool check = false;    // compare with the graph's reference path
   bool profile = false;  // time each kernel
   bool json = false;
+  std::string layout;  // nchwc (the default) or nchw; model.onnx only
 };
 
 struct RunModelCommand {

@@ -32,4 +32,11 @@ CLI::Validator thread_count() {
   return at_least(0, true, "THREADS", "0 (all cores) or more");
 }
 
+void add_layout_option(CLI::App* app, std::string& layout) {
+  app->add_option("--layout", layout,
+                  "nchwc (default): convolutions and what lies between them in channel blocks of "
+                  "the ISA's lanes, converted at the edges; nchw: the model's layout throughout")
+      ->check(CLI::IsMember({"nchwc", "nchw"}));
+}
+
 }  // namespace tessera

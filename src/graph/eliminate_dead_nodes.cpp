@@ -1,6 +1,7 @@
 #include <set>
 
 #include "graph/passes.h"
+#include "runtime/isa.h"
 
 namespace tessera::graph {
 
@@ -33,12 +34,14 @@ int eliminate_dead_nodes(Graph& g) {
   return removed;
 }
 
-std::vector<PassLog> run_default_passes(Graph& g) {
+std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options) {
   std::vector<PassLog> log;
   log.push_back({"fold_constants", fold_constants(g)});
   log.push_back({"fold_batch_norm", fold_batch_norm(g)});
   log.push_back({"fuse_epilogues", fuse_epilogues(g)});
   log.push_back({"eliminate_dead_nodes", eliminate_dead_nodes(g)});
+  if (options.blocked_layout)
+    log.push_back({"choose_layouts", choose_layouts(g, channel_block(g, target_isa().f32_lanes))});
   return log;
 }
 

@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "codegen/codegen_c.h"
 #include "db/record_db.h"
 #include "graph/kernels.h"
 #include "graph/op_attrs.h"
+#include "graph/passes.h"
 #include "measure/target.h"
 #include "ops/templates.h"
 #include "ops/workload.h"
@@ -61,6 +63,39 @@ HostTensor packed_conv_weights(const HostTensor& t, int64_t block) {
     for (int64_t i = 0; i < inner; ++i)
       out.data[((oc / block) * inner + i) * block + oc % block] = t.data[oc * inner + i];
   return out;
+}
+
+// OIHW weights as conv2d_nchwc's [O/block][C/ib][K][K][ib][block].
+HostTensor blocked_conv_weights(const HostTensor& t, int64_t block, int64_t ib) {
+  const int64_t o = t.shape[0], c = t.shape[1], k = t.shape[2];
+  HostTensor out{{o / block, c / ib, k, k, ib, block}, std::vector<double>(t.data.size()), false};
+  for (int64_t oc = 0; oc < o; ++oc)
+    for (int64_t ic = 0; ic < c; ++ic)
+      for (int64_t ky = 0; ky < k; ++ky)
+        for (int64_t kx = 0; kx < k; ++kx)
+          out.data[(((((oc / block) * (c / ib) + ic / ib) * k + ky) * k + kx) * ib + ic % ib) *
+                       block +
+                   oc % block] = t.data[((oc * c + ic) * k + ky) * k + kx];
+  return out;
+}
+
+// Depthwise [C][1][K][K] weights as depthwise_conv2d_nchwc's [C/block][K][K][block].
+HostTensor blocked_depthwise_weights(const HostTensor& t, int64_t block) {
+  const int64_t c = t.shape[0], k = t.shape[2];
+  HostTensor out{{c / block, k, k, block}, std::vector<double>(t.data.size()), false};
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t i = 0; i < k * k; ++i)
+      out.data[((ch / block) * k * k + i) * block + ch % block] = t.data[ch * k * k + i];
+  return out;
+}
+
+std::vector<int64_t> blocked_shape(const std::vector<int64_t>& nchw, int64_t block) {
+  return {nchw[0], nchw[1] / block, nchw[2], nchw[3], block};
+}
+
+bool is_per_channel(const std::vector<int64_t>& s, int64_t channels) {
+  return (s.size() == 3 && s[0] == channels && s[1] == 1 && s[2] == 1) ||
+         (s.size() == 4 && s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1);
 }
 
 HostTensor transposed_2d(const HostTensor& t) {
@@ -140,10 +175,19 @@ class Planner {
     return ex_.arrays_.size() - 1;
   }
 
-  // The slot holding a value: a runtime input, a node output, or a constant uploaded once.
+  // The slot holding a value in NCHW: a runtime input, a node output, or a constant uploaded
+  // once; a value produced in channel blocks is converted back here, once.
   size_t slot(const std::string& value) {
     auto it = slots_.find(value);
     if (it != slots_.end()) return it->second;
+    auto b = produced_block_.find(value);
+    if (b != produced_block_.end()) {
+      const std::vector<int64_t>& shape = g_.shape(value);
+      size_t plain = slots_[value] = new_array(shape);
+      te_step(from_blocked_kernel(shape, b->second),
+              {blocked_slots_.at({value, b->second}), plain});
+      return plain;
+    }
     auto c = g_.constants.find(value);
     if (c == g_.constants.end()) throw_internal("value '{}' has no slot", value);
     return slots_[value] = constant_array(c->second);
@@ -151,6 +195,23 @@ class Planner {
 
   size_t output_slot(const Node& n) {
     return slots_[n.outputs[0]] = new_array(g_.shape(n.outputs[0]));
+  }
+
+  // The slot holding a 4-D value in channel blocks of `block`, converted from NCHW once.
+  size_t blocked_slot(const std::string& value, int64_t block) {
+    auto it = blocked_slots_.find({value, block});
+    if (it != blocked_slots_.end()) return it->second;
+    const std::vector<int64_t>& shape = g_.shape(value);
+    size_t plain = slot(value);
+    size_t out = blocked_slots_[{value, block}] = new_array(blocked_shape(shape, block));
+    te_step(to_blocked_kernel(shape, block), {plain, out});
+    return out;
+  }
+
+  size_t blocked_output_slot(const Node& n, int64_t block) {
+    const std::string& v = n.outputs[0];
+    produced_block_[v] = block;
+    return blocked_slots_[{v, block}] = new_array(blocked_shape(g_.shape(v), block));
   }
 
   void add_step(int kernel, std::vector<size_t> args) {
@@ -386,9 +447,102 @@ class Planner {
     te_step(elementwise_kernel(g_.shape(n.outputs[0]), shapes, steps), std::move(args));
   }
 
+  // A Conv in channel blocks (graph/passes.h choose_layouts): conv2d_nchwc or
+  // depthwise_conv2d_nchwc with its bias (the Conv's own plus per-channel constant adds),
+  // residual and activation run by the kernel as it writes each block.
+  void plan_blocked_conv(const Node& n, int64_t block) {
+    Window2d w = read_window(n, g_.shape(n.inputs[0]), &g_.shape(n.inputs[1]));
+    bool depthwise = w.group > 1;
+    int64_t ib = depthwise || w.c % block == 0 ? block : w.c;
+    size_t x = blocked_slot(n.inputs[0], ib);
+    const HostTensor& weights = g_.constants.at(n.inputs[1]);
+    size_t wt = constant_array(depthwise ? blocked_depthwise_weights(weights, block)
+                                         : blocked_conv_weights(weights, block, ib));
+    std::vector<double> bias(w.out_channels, 0.0);
+    bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+    if (has_bias) bias = g_.constants.at(n.inputs[2]).data;
+    std::optional<size_t> residual;
+    int act = 0;
+    for (const Epilogue& e : n.epilogue) {
+      if (e.kind == Epilogue::Kind::kRelu) {
+        act = 1;
+      } else if (e.kind == Epilogue::Kind::kClip) {
+        act = std::isinf(e.hi) ? 1 : 2;
+      } else if (g_.is_constant(n.inputs[e.input]) &&
+                 is_per_channel(g_.shape(n.inputs[e.input]), w.out_channels)) {
+        const HostTensor& add = g_.constants.at(n.inputs[e.input]);
+        for (int64_t c = 0; c < w.out_channels; ++c) bias[c] += add.data[c];
+        has_bias = true;
+      } else {
+        residual = blocked_slot(n.inputs[e.input], block);
+      }
+    }
+    std::vector<size_t> args{x, wt};
+    if (has_bias) args.push_back(constant_array({{w.out_channels / block, block}, bias, false}));
+    if (residual) args.push_back(*residual);
+    args.push_back(blocked_output_slot(n, block));
+    std::string epilogue =
+        fmt::format(",BIAS={},RES={},ACT={}", has_bias ? 1 : 0, residual ? 1 : 0, act);
+    std::string shape_keys = fmt::format("N={},C={},H={},W={}", w.n, w.c, w.h, w.w);
+    library_step(depthwise
+                     ? fmt::format("depthwise_conv2d_nchwc:{},K={},S={},P={},CB={}{}", shape_keys,
+                                   w.kh, w.sh, w.pt, block, epilogue)
+                     : fmt::format("conv2d_nchwc:{},O={},K={},S={},P={},D={},CB={}{}", shape_keys,
+                                   w.out_channels, w.kh, w.sh, w.pt, w.dh, block, epilogue),
+                 std::move(args));
+  }
+
+  // A node choose_layouts left in channel blocks: its blocked input read as it is, its result
+  // written blocked.
+  void plan_blocked(const Node& n, int64_t block) {
+    if (n.op == "Conv") return plan_blocked_conv(n, block);
+    const std::vector<int64_t>& in = g_.shape(n.inputs[0]);
+    if (n.op == "MaxPool") {
+      Window2d w = read_window(n, in, nullptr);
+      return te_step(max_pool_blocked_kernel(blocked_shape(in, block), w.kh, w.sh, w.pt),
+                     {blocked_slot(n.inputs[0], block), blocked_output_slot(n, block)});
+    }
+    if (n.op == "GlobalAveragePool")
+      return te_step(global_avg_pool_kernel(blocked_shape(in, block)),
+                     {blocked_slot(n.inputs[0], block), output_slot(n)});
+    // Relu, Clip, Add, Mul: full-shape operands blocked, per-channel constants as [1][C/b][1][1][b]
+    // (the same memory as [C]), scalars as they are.
+    const std::vector<int64_t>& out = g_.shape(n.outputs[0]);
+    std::vector<int64_t> out_blocked = blocked_shape(out, block);
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<size_t> args;
+    size_t operands = n.op == "Add" || n.op == "Mul" ? 2 : 1;
+    for (size_t i = 0; i < operands; ++i) {
+      const std::string& v = n.inputs[i];
+      if (g_.shape(v) == out) {
+        shapes.push_back(out_blocked);
+        args.push_back(blocked_slot(v, block));
+      } else if (is_per_channel(g_.shape(v), out[1])) {
+        HostTensor t = g_.constants.at(v);
+        t.shape = {1, out[1] / block, 1, 1, block};
+        shapes.push_back(t.shape);
+        args.push_back(constant_array(t));
+      } else {
+        shapes.push_back(g_.shape(v));
+        args.push_back(slot(v));
+      }
+    }
+    std::vector<ElementwiseStep> steps;
+    if (n.op == "Add") steps.push_back({ElementwiseStep::Kind::kAdd, 1, 0, 0});
+    if (n.op == "Mul") steps.push_back({ElementwiseStep::Kind::kMul, 1, 0, 0});
+    if (n.op == "Relu") steps.push_back({ElementwiseStep::Kind::kRelu, -1, 0, 0});
+    if (n.op == "Clip") {
+      auto [lo, hi] = clip_bounds(n, g_);
+      steps.push_back({ElementwiseStep::Kind::kClip, -1, lo, hi});
+    }
+    args.push_back(blocked_output_slot(n, block));
+    te_step(elementwise_kernel(out_blocked, shapes, steps), std::move(args));
+  }
+
   void plan_node(const Node& n) {
     const std::string& op = n.op;
     const std::vector<int64_t>& out_shape = g_.shape(n.outputs[0]);
+    if (int64_t block = n.attr_int(kBlockAttr, 0); block > 0) return plan_blocked(n, block);
     if (op == "Conv") return plan_conv(n);
     if (op == "Gemm") return plan_gemm(n);
     if (op == "MatMul") return plan_matmul(n);
@@ -490,7 +644,9 @@ class Planner {
   const Node* node_ = nullptr;
   std::optional<RecordDb> db_;
   std::string target_key_;
-  std::map<std::string, size_t> slots_;
+  std::map<std::string, size_t> slots_;  // values in NCHW (or their own shape)
+  std::map<std::pair<std::string, int64_t>, size_t> blocked_slots_;  // (value, block) -> slot
+  std::map<std::string, int64_t> produced_block_;  // values a blocked node wrote: their block
   std::map<std::string, int> kernel_index_;
 };
 

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "lower/lower.h"
+#include "ops/nn.h"
 #include "schedule/strategy_parser.h"
 #include "te/error.h"
 
@@ -34,8 +36,13 @@ constexpr int64_t kParallelElements = 1 << 15;
 // The graph kernels' one schedule: threads over the first dimension with more than one
 // iteration (the batch of one is skipped by fusing it into the next), so that a kernel over
 // [1, C, H, W] still spreads its channels across the cores.
-TeKernel finish(std::string name, std::vector<Tensor> args) {
+TeKernel finish(std::string name, std::vector<Tensor> args, const std::string& first = "") {
   Program program = lower(name, args);
+  if (!first.empty()) {
+    RewriteResult<Program> r = parse_strategy(first)(program);
+    if (!r) throw_internal("graph kernel {}: {}", name, r.message());
+    program = r.program();
+  }
   const Tensor& out = args.back();
   int64_t elements = 1;
   for (int64_t d : out->shape) elements *= d;
@@ -171,13 +178,66 @@ TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape) {
   Tensor in = placeholder(in_shape, DType::kFloat32, "in");
   IterVar ry = reduce_axis(in_shape[2], "ry"), rx = reduce_axis(in_shape[3], "rx");
   double scale = 1.0 / static_cast<double>(in_shape[2] * in_shape[3]);
+  bool blocked = in_shape.size() == 5;
+  std::vector<int64_t> out_shape{in_shape[0], in_shape[1], 1, 1};
+  if (blocked) out_shape.push_back(in_shape[4]);
   Tensor out = compute(
-      {in_shape[0], in_shape[1], 1, 1},
+      out_shape,
       [&](const std::vector<Var>& at) {
-        return sum(in(at[0], at[1], ry.var, rx.var) * make_float(scale, DType::kFloat32), {ry, rx});
+        std::vector<Expr> idx{at[0], at[1], ry.var, rx.var};
+        if (blocked) idx.push_back(at[4]);
+        return sum(in(idx)*make_float(scale, DType::kFloat32), {ry, rx});
       },
+      "out", axis_names(out_shape.size()));
+  // Blocked: the window outside the block's lanes, so each step adds one whole vector.
+  return finish("global_avg_pool", {in, out},
+                blocked ? "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)" : "");
+}
+
+TeKernel to_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block) {
+  Tensor in = placeholder(nchw, DType::kFloat32, "in");
+  Tensor out = compute(
+      {nchw[0], nchw[1] / block, nchw[2], nchw[3], block},
+      [&](const std::vector<Var>& at) {
+        return in(at[0], at[1] * static_cast<int>(block) + at[4], at[2], at[3]);
+      },
+      "out", axis_names(5));
+  return finish("to_blocked", {in, out});
+}
+
+TeKernel from_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block) {
+  Tensor in =
+      placeholder({nchw[0], nchw[1] / block, nchw[2], nchw[3], block}, DType::kFloat32, "in");
+  int b = static_cast<int>(block);
+  Tensor out = compute(
+      nchw,
+      [&](const std::vector<Var>& at) { return in(at[0], at[1] / b, at[2], at[3], at[1] % b); },
       "out", axis_names(4));
-  return finish("global_avg_pool", {in, out});
+  return finish("from_blocked", {in, out});
+}
+
+TeKernel max_pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,
+                                 int64_t pad) {
+  Tensor in = placeholder(in_shape, DType::kFloat32, "in");
+  Tensor padded =
+      pad > 0 ? pad_nchw_with(in, pad,
+                              make_float(std::numeric_limits<float>::lowest(), DType::kFloat32))
+              : in;
+  IterVar ry = reduce_axis(k, "ry"), rx = reduce_axis(k, "rx");
+  int s = static_cast<int>(stride);
+  int64_t oh = (in_shape[2] + 2 * pad - k) / stride + 1,
+          ow = (in_shape[3] + 2 * pad - k) / stride + 1;
+  Tensor out = compute(
+      {in_shape[0], in_shape[1], oh, ow, in_shape[4]},
+      [&](const std::vector<Var>& at) {
+        return max(padded(at[0], at[1], at[2] * s + ry.var, at[3] * s + rx.var, at[4]), {ry, rx});
+      },
+      "out", axis_names(5));
+  // The padding read in place (one test per vector, the block shares it), the window outside
+  // the block's lanes.
+  std::string first = "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)";
+  if (pad > 0) first += " ; compute_inline(pad)";
+  return finish("max_pool_blocked", {in, out}, first);
 }
 
 }  // namespace tessera::graph

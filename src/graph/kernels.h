@@ -36,7 +36,15 @@ TeKernel elementwise_kernel(const std::vector<int64_t>& out_shape,
 TeKernel transpose_kernel(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm);
 /// The inputs joined along `axis`.
 TeKernel concat_kernel(const std::vector<std::vector<int64_t>>& inputs, int64_t axis);
-/// out[n, c, 0, 0] = mean over H x W of in[n, c].
+/// out[n, c, 0, 0] = mean over H x W of in[n, c]; a 5-D input is channel-blocked
+/// [N][C/b][H][W][b] and the result [N][C/b][1][1][b], the same memory as [N][C][1][1].
 TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape);
+/// NCHW [N][C][H][W] into channel blocks [N][C/b][H][W][b] (b divides C), and back.
+TeKernel to_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block);
+TeKernel from_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block);
+/// Max pooling (KxK window, stride S, padding P) of a channel-blocked [N][C/b][H][W][b] tensor,
+/// the block's channels as the vector.
+TeKernel max_pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,
+                                 int64_t pad);
 
 }  // namespace tessera::graph

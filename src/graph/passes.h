@@ -23,11 +23,32 @@ int fuse_epilogues(Graph& g);
 /// Nodes none of whose outputs reach a graph output, and constants nothing reads, are removed.
 int eliminate_dead_nodes(Graph& g);
 
+/// The attribute choose_layouts sets on a node that runs in channel blocks (the block size): its
+/// output is [N][C/b][H][W][b] (a GlobalAveragePool: its input; its result is the same memory
+/// either way).
+inline constexpr const char* kBlockAttr = "tessera.block";
+/// The block choose_layouts should use: the ISA's `lanes` where every Conv's channels divide by
+/// it, else 8.
+int64_t channel_block(const Graph& g, int64_t lanes);
+/// Layout choice: Convs with constant weights and bias (group 1 with O and C multiples of `block`
+/// or C below it, or depthwise) and whose epilogue their kernel runs (per-channel constant adds,
+/// one residual, then Relu or Relu6) produce blocked values; MaxPool, Relu, Clip, Add and Mul of
+/// a blocked input whose other operands are blocked-shaped or per-channel constants stay
+/// blocked; GlobalAveragePool reads blocks. The executor converts where a blocked value meets a
+/// node that reads NCHW, once per value. Returns how many nodes run blocked.
+int choose_layouts(Graph& g, int64_t block);
+
 struct PassLog {
   std::string pass;
   int changed = 0;
 };
-/// fold_constants, fold_batch_norm, fuse_epilogues, eliminate_dead_nodes, in that order.
-std::vector<PassLog> run_default_passes(Graph& g);
+struct PassOptions {
+  /// Channel blocks between convolutions (choose_layouts with channel_block of the target ISA's
+  /// lanes); false leaves every value NCHW, the layout the model came in.
+  bool blocked_layout = true;
+};
+/// fold_constants, fold_batch_norm, fuse_epilogues, eliminate_dead_nodes, choose_layouts, in that
+/// order.
+std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options = {});
 
 }  // namespace tessera::graph

@@ -5,6 +5,8 @@
 // measures what they are worth against the first values.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ops/templates.h"
 #include "runtime/isa.h"
 
@@ -139,6 +141,43 @@ void conv2d_defaults(Chooser& c, const Workload& w, int threads) {
   }
 }
 
+// Columns of a register tile: the largest that divides the row when it is within one of what
+// the registers hold, else as many as they hold with a shorter last tile (56 columns on AVX2: 6
+// with a tail of 2 ran 59 GFLOP/s on one Zen 3 core, 4 without one 41, 7 spilling 50).
+int64_t register_columns(int64_t row, int64_t most) {
+  for (int64_t f = most; f >= 2; --f)
+    if (row % f == 0 && (f >= most - 1 || row <= 2 * most)) return f;
+  if (row > 2 * most) return most;
+  return row <= most + 1 ? row : most;
+}
+
+void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
+  const Isa& isa = target_isa();
+  int64_t cb = w.get_or("CB", 16);
+  int64_t registers_per_block = std::max<int64_t>(1, cb / isa.f32_lanes);
+  // An image's few channels (one input block of C < CB) leave a short reduction per window tap:
+  // one block of 8 columns ran 66 GFLOP/s on ResNet's 7x7 first layer, two of 6 ran 35 (Zen 3,
+  // 2 threads).
+  bool few_channels = w.get("C") % cb != 0;
+  int64_t blocks = !few_channels && w.get("O") / cb % 2 == 0 ? 2 : 1;
+  c.value("tile_oc", {{blocks}, {1}});
+  // Each column holds `blocks` accumulators; the weights of the blocks and one broadcast input
+  // value take the rest. Past 8 columns AVX-512 gains nothing.
+  int64_t per_column = blocks * registers_per_block;
+  int64_t most = std::clamp<int64_t>((isa.vector_registers - per_column - 1) / per_column, 1, 8);
+  c.value("tile_ow", {{register_columns(out_extent(w, "W"), most)}});
+  c.label("unroll_kw", "on");
+  if (threads == 1) return;
+  if (!c.has("epilogue")) return c.label("parallel", "fused");
+  // The epilogue per finished block, while it is in L1 (103 against 81 GFLOP/s as a separate pass
+  // on ResNet's 56x56x64 layer, 2 threads, Zen 3); it cannot run inside a fused parallel loop, so
+  // the threads take whichever of rows and channel tiles has more iterations.
+  c.label("epilogue", "at_block");
+  int64_t channel_tiles = w.get("O") / cb / blocks;
+  c.label("order", out_extent(w, "H") > channel_tiles ? "row_first" : "oc_first");
+  c.label("parallel", "outer");
+}
+
 void window_defaults(Chooser& c, const Workload& w, int threads) {
   int64_t ow = out_extent(w, "W"), oh = out_extent(w, "H");
   c.value("tile_x", {{1, 16}, {2, 8}, {1, 8}, {1, 4}},
@@ -177,12 +216,14 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
     } else {
       conv2d_defaults(c, w, threads);
     }
-  } else if (op == "conv2d_nchwc" || op == "depthwise_conv2d_nchwc") {
-    c.value("tile_oc", {{2}, {1}});
+  } else if (op == "conv2d_nchwc") {
+    blocked_conv_defaults(c, w, threads);
+  } else if (op == "depthwise_conv2d_nchwc") {
     c.value("tile_ow", dividing_first(out_extent(w, "W"), {8, 7, 14, 4, 2}));
-    c.label("unroll_kw", "on");
     c.label("unroll_window", "on");
-    if (threads > 1) c.label("parallel", "fused");
+    c.label("epilogue", "at_block");
+    // A block's epilogue cannot run inside a fused parallel loop (see blocked_conv_defaults).
+    if (threads > 1) c.label("parallel", c.has("epilogue") ? "outer" : "fused");
   } else if (op == "dense") {
     if (c.has("form")) {
       // A small batch: the dot form reads W[O][I] in place; the outer-product form would pack

@@ -260,4 +260,25 @@ Tensor bias_add_nchw(const Tensor& x, const Tensor& bias, const std::string& nam
                  name, {"n", "o", "y", "x"});
 }
 
+Tensor blocked_epilogue(const Tensor& x, const Tensor* bias, const Tensor* residual, Activation act,
+                        const std::string& name) {
+  if (x.ndim() != 5) throw_error("blocked_epilogue needs a 5-D NCHWc tensor");
+  const auto& s = x->shape;
+  if (bias && ((*bias).ndim() != 2 || (*bias)->shape[0] != s[1] || (*bias)->shape[1] != s[4]))
+    throw_error("blocked_epilogue: the bias must be [{}][{}]", s[1], s[4]);
+  if (residual && (*residual)->shape != s)
+    throw_error("blocked_epilogue: the residual must have the result's shape");
+  return compute(s,
+                 [&](const std::vector<Var>& i) {
+                   std::vector<Expr> at(i.begin(), i.end());
+                   Expr v = x(at);
+                   if (bias) v = v + (*bias)(i[1], i[4]);
+                   if (residual) v = v + (*residual)(at);
+                   if (act != Activation::kNone) v = max(v, make_float(0.0, x->dtype));
+                   if (act == Activation::kRelu6) v = min(v, make_float(6.0, x->dtype));
+                   return v;
+                 },
+                 name, {"en", "ec", "ey", "ex", "eb"});
+}
+
 }  // namespace tessera

@@ -53,6 +53,15 @@ Tensor add_broadcast_rows(const Tensor& a, const Tensor& b, const std::string& n
 Tensor add(const Tensor& a, const Tensor& b, const std::string& name = "C");
 /// max(x, 0) elementwise.
 Tensor relu(const Tensor& x, const std::string& name = "relu");
+/// What a blocked convolution applies to its result as it writes it: + bias (one value per output
+/// channel, [C/cb][cb], the same memory as [C]), + a residual of the output's shape, then an
+/// activation. The graph layer fuses a model's BatchNormalization shift, skip connection and
+/// Relu/Relu6 here (workload keys BIAS, RES, ACT).
+enum class Activation { kNone = 0, kRelu = 1, kRelu6 = 2 };
+/// The epilogue stage over a [N][C/cb][H][W][cb] result (axes en, ec, ey, ex, eb, so that they
+/// never shadow the producer's); `bias` and `residual` may be null.
+Tensor blocked_epilogue(const Tensor& x, const Tensor* bias, const Tensor* residual, Activation act,
+                        const std::string& name = "epilogue");
 /// x[n, o, y, x] + bias[o] for an NCHW x.
 Tensor bias_add_nchw(const Tensor& x, const Tensor& bias, const std::string& name = "bias");
 

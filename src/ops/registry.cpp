@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "lower/lower.h"
 #include "ops/image.h"
@@ -147,24 +148,80 @@ struct BlockedConv {
   }
 };
 
+// The fused epilogue of a blocked convolution: BIAS=1 adds bias[O] ([O/cb][cb]), RES=1 a residual
+// of the output's layout, ACT=1 relu, ACT=2 relu6.
+struct EpilogueKeys {
+  bool bias = false, residual = false;
+  Activation act = Activation::kNone;
+
+  bool any() const { return bias || residual || act != Activation::kNone; }
+  double apply(double v, double bias_value, double residual_value) const {
+    v += bias_value + residual_value;
+    if (act != Activation::kNone) v = std::max(v, 0.0);
+    if (act == Activation::kRelu6) v = std::min(v, 6.0);
+    return v;
+  }
+};
+
+EpilogueKeys epilogue_keys(const Workload& w) {
+  auto flag = [&](const char* key) {
+    int64_t v = w.get_or(key, 0);
+    if (v != 0 && v != 1) throw_error("{}: {} must be 0 or 1, got {}", w.op, key, v);
+    return v == 1;
+  };
+  EpilogueKeys e{flag("BIAS"), flag("RES"), Activation::kNone};
+  int64_t act = w.get_or("ACT", 0);
+  if (act < 0 || act > 2)
+    throw_error("{}: ACT must be 0 (none), 1 (relu) or 2 (relu6), got {}", w.op, act);
+  e.act = static_cast<Activation>(act);
+  return e;
+}
+
+// The epilogue's stage and arguments after the producer's: [bias][residual], then the output.
+Tensor with_epilogue(const EpilogueKeys& e, const Tensor& raw, int64_t blocks, int64_t block,
+                     std::vector<Tensor>& args) {
+  if (!e.any()) return raw;
+  std::optional<Tensor> bias, residual;
+  if (e.bias) args.push_back(*(bias = placeholder({blocks, block}, DType::kFloat32, "bias")));
+  if (e.residual)
+    args.push_back(*(residual = placeholder(raw->shape, DType::kFloat32, "residual")));
+  return blocked_epilogue(raw, bias ? &*bias : nullptr, residual ? &*residual : nullptr, e.act);
+}
+
+// The reference of the epilogue, in place on the output (argument `out`), bias and residual
+// right before it.
+void reference_epilogue(const EpilogueKeys& e, Arrays& x, size_t out, int64_t block, int64_t plane,
+                        int64_t channels) {
+  if (!e.any()) return;
+  size_t next = out - (e.bias ? 1 : 0) - (e.residual ? 1 : 0);
+  const std::vector<double>* bias = e.bias ? &x[next++] : nullptr;
+  const std::vector<double>* residual = e.residual ? &x[next] : nullptr;
+  for (size_t i = 0; i < x[out].size(); ++i) {
+    int64_t idx = static_cast<int64_t>(i);
+    int64_t c = idx / (plane * block) % (channels / block) * block + idx % block;
+    x[out][i] = e.apply(x[out][i], bias ? (*bias)[c] : 0.0, residual ? (*residual)[i] : 0.0);
+  }
+}
+
 OpInstance build_conv2d_nchwc(const Workload& w) {
   BlockedConv b{conv_shape(w), 0, w.get_or("CB", 16)};
   const ConvShape& s = b.s;
   if (b.ob <= 0 || s.o % b.ob != 0)
     throw_error("conv2d_nchwc: CB={} (channel block) must divide O={}", b.ob, s.o);
+  EpilogueKeys e = epilogue_keys(w);
   b.ib = s.c % b.ob == 0 ? b.ob : s.c;
   Tensor data = placeholder({s.n, s.c / b.ib, s.h, s.w, b.ib}, DType::kFloat32, "data");
   Tensor weight =
       placeholder({s.o / b.ob, s.c / b.ib, s.k, s.k, b.ib, b.ob}, DType::kFloat32, "weight");
-  Tensor out = conv2d_nchwc(data, weight, s.s, s.p, "conv", s.d);
+  std::vector<Tensor> args{data, weight};
+  Tensor out =
+      with_epilogue(e, conv2d_nchwc(data, weight, s.s, s.p, "conv", s.d), s.o / b.ob, b.ob, args);
+  args.push_back(out);
   double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k;
-  OpInstance op{{data, weight, out},
-                lower("conv2d_nchwc", {data, weight, out}),
-                flops,
-                s.c * s.k * s.k,
-                nullptr};
-  op.reference = [b](Arrays& x) {
+  OpInstance op{args, lower("conv2d_nchwc", args), flops, s.c * s.k * s.k, nullptr};
+  op.reference = [b, e](Arrays& x) {
     const ConvShape& s = b.s;
+    size_t out = x.size() - 1;
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t o = 0; o < s.o; ++o)
         for (int64_t y = 0; y < s.oh; ++y)
@@ -177,8 +234,9 @@ OpInstance build_conv2d_nchwc(const Workload& w) {
                   if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
                   acc += x[0][b.data_index(n, c, iy, ix)] * x[1][b.weight_index(o, c, ky, kx)];
                 }
-            x[2][b.out_index(n, o, y, xx)] = acc;
+            x[out][b.out_index(n, o, y, xx)] = acc;
           }
+    reference_epilogue(e, x, out, b.ob, s.oh * s.ow, s.o);
   };
   return op;
 }
@@ -260,14 +318,16 @@ OpInstance build_depthwise_conv2d(const Workload& w, bool blocked) {
                         : placeholder({s.n, s.c, s.h, s.w}, DType::kFloat32, "data");
   Tensor weight = blocked ? placeholder({s.c / cb, s.k, s.k, cb}, DType::kFloat32, "weight")
                           : placeholder({s.c, s.k, s.k}, DType::kFloat32, "weight");
-  Tensor out = blocked ? depthwise_conv2d_nchwc(data, weight, s.s, s.p, "dwconv")
+  EpilogueKeys e = blocked ? epilogue_keys(w) : EpilogueKeys{};
+  std::vector<Tensor> args{data, weight};
+  Tensor out = blocked ? with_epilogue(e, depthwise_conv2d_nchwc(data, weight, s.s, s.p, "dwconv"),
+                                       s.c / cb, cb, args)
                        : depthwise_conv2d_nchw(data, weight, s.s, s.p, "dwconv");
-  OpInstance op{{data, weight, out},
-                lower(w.op, {data, weight, out}),
-                2.0 * s.n * s.c * s.oh * s.ow * s.k * s.k,
-                s.k * s.k,
+  args.push_back(out);
+  OpInstance op{args, lower(w.op, args), 2.0 * s.n * s.c * s.oh * s.ow * s.k * s.k, s.k * s.k,
                 nullptr};
-  op.reference = [s, cb](Arrays& x) {
+  op.reference = [s, cb, e](Arrays& x) {
+    size_t out = x.size() - 1;
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t c = 0; c < s.c; ++c)
         for (int64_t y = 0; y < s.oh; ++y)
@@ -280,8 +340,9 @@ OpInstance build_depthwise_conv2d(const Workload& w, bool blocked) {
                 acc += x[0][nchwc_index(n, c, iy, ix, s.c, s.h, s.w, cb)] *
                        x[1][((c / cb * s.k + ky) * s.k + kx) * cb + c % cb];
               }
-            x[2][nchwc_index(n, c, y, xx, s.c, s.oh, s.ow, cb)] = acc;
+            x[out][nchwc_index(n, c, y, xx, s.c, s.oh, s.ow, cb)] = acc;
           }
+    reference_epilogue(e, x, out, cb, s.oh * s.ow, s.c);
   };
   return op;
 }
@@ -431,10 +492,11 @@ const std::vector<OpDef>& op_registry() {
        build_conv2d},
       {"conv2d_nchwc",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
-       {{"D", 1}, {"CB", 16}},
+       {{"D", 1}, {"CB", 16}, {"BIAS", 0}, {"RES", 0}, {"ACT", 0}},
        "conv2d with channels in blocks of CB (TVM's NCHWc, oneDNN's nChw16c): data "
        "[N][C/cb][H][W][cb] (cb = CB, or C where CB does not divide it), weights "
-       "[O/CB][C/cb][K][K][cb][CB], out [N][O/CB][OH][OW][CB]",
+       "[O/CB][C/cb][K][K][cb][CB], out [N][O/CB][OH][OW][CB]; epilogue as it writes: BIAS=1 + "
+       "bias[O], RES=1 + a residual like out, ACT=1 relu, ACT=2 relu6",
        build_conv2d_nchwc},
       {"conv2d_bias_relu",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
@@ -448,9 +510,10 @@ const std::vector<OpDef>& op_registry() {
        [](const Workload& w) { return build_depthwise_conv2d(w, false); }},
       {"depthwise_conv2d_nchwc",
        {"N", "C", "H", "W", "K", "S", "P"},
-       {{"CB", 16}},
+       {{"CB", 16}, {"BIAS", 0}, {"RES", 0}, {"ACT", 0}},
        "depthwise_conv2d with channels in blocks of CB (TVM's NCHWc, oneDNN's nChw16c): data "
-       "[N][C/CB][H][W][CB], weights [C/CB][K][K][CB], out [N][C/CB][OH][OW][CB]",
+       "[N][C/CB][H][W][CB], weights [C/CB][K][K][CB], out [N][C/CB][OH][OW][CB]; BIAS, RES, ACT "
+       "as conv2d_nchwc's",
        [](const Workload& w) { return build_depthwise_conv2d(w, true); }},
       {"max_pool2d",
        {"N", "C", "H", "W", "K", "S", "P"},

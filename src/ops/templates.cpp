@@ -379,6 +379,27 @@ void place_parallel_and_padding(std::vector<ProgramStrategy>* steps, const std::
   if (parallel_mode != 0 && pad_label == "root") steps->push_back(parallel(pad_channel));
 }
 
+// The blocked convolutions' fused epilogue (bias, residual, activation; ops/nn.h).
+bool has_epilogue(const Workload& w) {
+  return w.get_or("BIAS", 0) != 0 || w.get_or("RES", 0) != 0 || w.get_or("ACT", 0) != 0;
+}
+
+// Per output block right after its write-back, while the block is in L1, or as a separate pass.
+Knob epilogue_knob() {
+  return choice_knob("epilogue", {"at_block", "separate"});
+}
+
+void place_epilogue(std::vector<ProgramStrategy>* steps, const std::string& label, bool threaded) {
+  if (label == "at_block") {
+    steps->push_back(reverse_compute_at("epilogue", "x.outer"));
+    steps->push_back(try_(vectorize("eb")));
+    return;
+  }
+  // One contiguous row per block of channels and row, vectorized by the C compiler.
+  steps->push_back(fuse("ex", "eb"));
+  if (threaded) steps->push_back(parallel("ec"));
+}
+
 }  // namespace
 
 // conv2d_NCHWc in its own layout, as TVM's x86 schedule: the output block's channels are the
@@ -405,8 +426,10 @@ ConfigSpace conv2d_nchwc_space(const Workload& w) {
       choice_knob("unroll_kw", {"off", "on"}),
       choice_knob("parallel", {"off", "outer", "fused"}),
   };
+  bool epilogue = has_epilogue(w);
+  if (epilogue) knobs.push_back(epilogue_knob());
   std::string n_loop = p > 0 ? "conv.n" : "n";
-  auto instantiate = [n_loop](const ConfigSpace& sp, const Config& c) {
+  auto instantiate = [n_loop, epilogue](const ConfigSpace& sp, const Config& c) {
     bool oc_first = sp.value0(c, "order") == 0;
     std::vector<ProgramStrategy> steps{split("oc", sp.value(c, "tile_oc")[1]),
                                        split("x", sp.value(c, "tile_ow")[1]),
@@ -427,6 +450,7 @@ ConfigSpace conv2d_nchwc_space(const Workload& w) {
     steps.push_back(cache_write("conv", "x.outer"));
     // The cache starts from zero and writes each tile back whole: the init pass is dead.
     steps.push_back(try_(drop_init("conv")));
+    if (epilogue) place_epilogue(&steps, sp.label(c, "epilogue"), sp.value0(c, "parallel") != 0);
     place_parallel_and_padding(&steps, first, second, sp.value0(c, "parallel"), sp.label(c, "pad"),
                                "c");
     return seq_all(steps);
@@ -497,6 +521,8 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
       choice_knob("unroll_window", {"off", "on"}),
       choice_knob("parallel", {"off", "outer", "fused"}),
   };
+  bool epilogue = has_epilogue(w);
+  if (epilogue) knobs.push_back(epilogue_knob());
   // The pad stage has loops n, c, h, w, b too: the convolution's own are named by stage there.
   std::string n = p > 0 ? "dwconv.n" : "n", c = p > 0 ? "dwconv.c" : "c",
               b = p > 0 ? "dwconv.b" : "b";
@@ -516,6 +542,8 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
     }
     steps.push_back(cache_write("dwconv", "x.outer"));
     steps.push_back(try_(drop_init("dwconv")));
+    if (epilogue)
+      place_epilogue(&steps, sp.label(cfg, "epilogue"), sp.value0(cfg, "parallel") != 0);
     place_parallel_and_padding(&steps, c + ".outer", "y.outer", sp.value0(cfg, "parallel"),
                                sp.label(cfg, "pad"), "pad.c");
     return seq_all(steps);

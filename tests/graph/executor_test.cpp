@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "graph/npy.h"
@@ -20,9 +21,10 @@ using graph::HostTensor;
 using testing::GraphBuilder;
 
 // Runs g with the executor and with the reference path on one random input; returns the error.
-double executor_error(Graph g, GraphBuilder& b, graph::Executor* out = nullptr) {
+double executor_error(Graph g, GraphBuilder& b, graph::Executor* out = nullptr,
+                      const graph::PassOptions& options = {}) {
   HostTensor x = b.random_tensor(g.shape(g.inputs[0]));
-  graph::run_default_passes(g);
+  graph::run_default_passes(g, options);
   graph::ExecutorParams params;
   params.threads = 2;
   graph::Executor ex = graph::Executor::compile(g, params);
@@ -48,7 +50,8 @@ TEST(GraphExecutor, ResidualConvNetMatchesTheReference) {
   Graph g = b.finish(b.node("Softmax", {b.node("Gemm", {h, b.random({10, 8}), b.random({10})},
                                                {{"transB", int64_t{1}}})}));
   graph::Executor ex;
-  EXPECT_LT(executor_error(g, b, &ex), 1e-4);
+  // The model's own layout: its 8 channels are no blocks on AVX-512 anyway.
+  EXPECT_LT(executor_error(g, b, &ex, {.blocked_layout = false}), 1e-4);
   // conv2d_bias_relu, conv2d + its epilogue, max pool, global pool, dense + bias, softmax.
   std::vector<std::string> kernels;
   for (const graph::KernelInfo& k : ex.kernels()) kernels.push_back(k.workload);
@@ -66,8 +69,77 @@ TEST(GraphExecutor, DepthwiseConvWithClipAndGroupedConvMatchTheReference) {
   std::string h = b.node("Clip", {b.conv(x, 8, 8, 3, 2, 1, 8)}, {{"min", 0.0}, {"max", 6.0}});
   h = b.conv(h, 8, 4, 3, 1, 1, 2);  // two groups
   graph::Executor ex;
-  EXPECT_LT(executor_error(b.finish(h), b, &ex), 1e-4);
+  EXPECT_LT(executor_error(b.finish(h), b, &ex, {.blocked_layout = false}), 1e-4);
   EXPECT_EQ(ex.kernels().at(0).workload, "depthwise_conv2d:N=1,C=8,H=9,W=9,K=3,S=2,P=1");
+  // Blocked, the grouped convolution reads NCHW again.
+  EXPECT_LT(executor_error(b.finish(h), b), 1e-4);
+}
+
+std::vector<std::string> workloads(const graph::Executor& ex) {
+  std::vector<std::string> out;
+  for (const graph::KernelInfo& k : ex.kernels()) out.push_back(k.workload);
+  return out;
+}
+
+int count_prefix(const std::vector<std::string>& v, const std::string& prefix) {
+  return static_cast<int>(std::count_if(
+      v.begin(), v.end(), [&](const std::string& s) { return s.starts_with(prefix); }));
+}
+
+// A ResNet block and a MobileNet block in channel blocks: converted once at the input, every
+// epilogue (bias, residual, relu, relu6) inside its convolution, the pools reading blocks.
+TEST(GraphExecutor, BlockedLayoutKeepsConvolutionChainsInChannelBlocks) {
+  GraphBuilder b(17);
+  std::string x = b.input({1, 3, 20, 20});
+  std::string h = b.node("Relu", {b.batch_norm(b.conv(x, 3, 32, 3, 1, 1), 32)});
+  h = b.node("MaxPool", {h},
+             {{"kernel_shape", std::vector<int64_t>{3, 3}},
+              {"strides", std::vector<int64_t>{2, 2}},
+              {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  std::string r = b.batch_norm(b.conv(h, 32, 32, 3, 1, 1, 1, false), 32);
+  h = b.node("Relu", {b.node("Add", {r, h})});
+  std::string d = b.node("Clip", {b.batch_norm(b.conv(h, 32, 32, 3, 2, 1, 32, false), 32)},
+                         {{"min", 0.0}, {"max", 6.0}});
+  d = b.node("Relu", {b.node("Mul", {d, b.random({1, 32, 1, 1})})});
+  h = b.node("Flatten", {b.node("GlobalAveragePool", {d})});
+  Graph g = b.finish(b.node("Gemm", {h, b.random({10, 32})}, {{"transB", int64_t{1}}}));
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-4);
+  std::vector<std::string> k = workloads(ex);
+  EXPECT_EQ(count_prefix(k, "graph:to_blocked"), 1);
+  EXPECT_EQ(count_prefix(k, "graph:from_blocked"), 0) << "the global pool reads blocks";
+  EXPECT_EQ(count_prefix(k, "graph:max_pool_blocked"), 1);
+  EXPECT_EQ(count_prefix(k, "conv2d:"), 0);
+  EXPECT_EQ(count_prefix(k, "conv2d_nchwc:"), 2);
+  const std::string res = "conv2d_nchwc:N=1,C=32,H=10,W=10,O=32,K=3,S=1,P=1,CB=";
+  EXPECT_EQ(std::count_if(k.begin(), k.end(),
+                          [&](const std::string& s) {
+                            return s.starts_with(res) && s.ends_with(",BIAS=1,RES=1,ACT=1");
+                          }),
+            1);
+  EXPECT_EQ(std::count_if(k.begin(), k.end(),
+                          [](const std::string& s) {
+                            return s.starts_with("depthwise_conv2d_nchwc:") &&
+                                   s.ends_with(",BIAS=1,ACT=2");
+                          }),
+            1);
+}
+
+// Where a blocked value meets an operator that reads NCHW (Concat, Transpose), it is converted
+// back once, however many read it; a graph output is always NCHW.
+TEST(GraphExecutor, BlockedValuesAreConvertedBackOnceAtTheEdges) {
+  GraphBuilder b(18);
+  std::string x = b.input({1, 16, 6, 6});
+  std::string h = b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)});
+  std::string c = b.node("Concat", {h, x, h}, {{"axis", int64_t{1}}});
+  std::string t = b.node("Transpose", {h}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
+  std::string f = b.node("Reshape", {t, b.constant({{4}, {1, 16, 6, 6}, true})});
+  Graph g = b.finish(b.node("Add", {c, b.node("Concat", {f, f, f}, {{"axis", int64_t{1}}})}));
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-4);
+  std::vector<std::string> k = workloads(ex);
+  EXPECT_EQ(count_prefix(k, "graph:from_blocked"), 1);
+  EXPECT_EQ(count_prefix(k, "conv2d_nchwc:"), 1);
 }
 
 TEST(GraphExecutor, ConcatTransposeMatMulAndLoneBatchNormMatchTheReference) {

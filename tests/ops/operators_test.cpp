@@ -33,6 +33,8 @@ const char* const kWorkloads[] = {
     "conv2d_nchwc:N=1,C=32,H=7,W=9,O=32,K=3,S=1,P=1",
     "conv2d_nchwc:N=1,C=3,H=8,W=9,O=16,K=3,S=2,P=1,CB=8",
     "conv2d_nchwc:N=1,C=16,H=6,W=7,O=24,K=1,S=2,P=0,CB=8",
+    "conv2d_nchwc:N=1,C=16,H=7,W=9,O=16,K=3,S=1,P=1,CB=8,BIAS=1,RES=1,ACT=1",
+    "conv2d_nchwc:N=1,C=3,H=8,W=9,O=16,K=3,S=2,P=1,CB=8,BIAS=1,ACT=2",
     "conv2d:N=1,C=3,H=8,W=9,O=5,K=3,S=2,P=1,IM2COL=1",
     "conv2d_bias_relu:N=1,C=2,H=5,W=6,O=8,K=3,S=2,P=1,WB=4",
     "dense:B=3,I=10,O=32,WB=16",
@@ -42,6 +44,8 @@ const char* const kWorkloads[] = {
     "depthwise_conv2d:N=1,C=24,H=6,W=5,K=3,S=1,P=0",
     "depthwise_conv2d_nchwc:N=1,C=32,H=9,W=10,K=3,S=1,P=1",
     "depthwise_conv2d_nchwc:N=1,C=24,H=8,W=9,K=3,S=2,P=1,CB=8",
+    "depthwise_conv2d_nchwc:N=1,C=16,H=9,W=10,K=3,S=2,P=1,CB=8,BIAS=1,ACT=2",
+    "depthwise_conv2d_nchwc:N=1,C=16,H=6,W=7,K=3,S=1,P=1,CB=8,RES=1",
     "max_pool2d:N=1,C=3,H=9,W=9,K=3,S=2,P=1",
     "avg_pool2d:N=1,C=3,H=8,W=20,K=2,S=2,P=0",
     "bias_add:M=4,N=37",
@@ -162,6 +166,17 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
       {"max_pool2d:N=1,C=64,H=112,W=112,K=3,S=2,P=1",
        {"cache_write(pool", "parallel(pool.c.outer)"}},
       {"matmul:M=128,N=128,K=128", {"cache_write(C", "parallel(i.outer)"}},
+      // Blocked: two blocks by as many columns as the registers hold besides their weights and
+      // the broadcast (AVX2: 6, a tail of 2), the epilogue per block, rows to the threads where
+      // there are more rows than channel tiles.
+      {"conv2d_nchwc:N=1,C=64,H=56,W=56,O=64,K=3,S=1,P=1,CB=8,BIAS=1,RES=1,ACT=1",
+       {"split(oc, 2)", wide ? "split(x, 8)" : "split(x, 6)",
+        "reverse_compute_at(epilogue, x.outer)", "parallel(y.outer)"}},
+      {"conv2d_nchwc:N=1,C=512,H=7,W=7,O=512,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
+       {"split(x, 7)", "parallel(oc.outer)"}},
+      // An image's three channels: one block, eight columns.
+      {"conv2d_nchwc:N=1,C=3,H=224,W=224,O=64,K=7,S=2,P=3,CB=8,BIAS=1,ACT=1",
+       {"split(oc, 1)", "split(x, 8)"}},
   };
   for (const auto& [w, wanted] : models) {
     SCOPED_TRACE(w);
@@ -418,6 +433,10 @@ TEST(Operators, BadShapesAreRefusedWithTheReason) {
        "conv2d_nchwc: CB=16 (channel block) must divide O=20"},
       {"depthwise_conv2d_nchwc:N=1,C=24,H=4,W=4,K=3,S=1,P=1",
        "depthwise_conv2d_nchwc: CB=16 (channel block) must divide C=24"},
+      {"conv2d_nchwc:N=1,C=16,H=4,W=4,O=16,K=1,S=1,P=0,ACT=3",
+       "conv2d_nchwc: ACT must be 0 (none), 1 (relu) or 2 (relu6), got 3"},
+      {"depthwise_conv2d_nchwc:N=1,C=16,H=4,W=4,K=3,S=1,P=1,RES=2",
+       "depthwise_conv2d_nchwc: RES must be 0 or 1, got 2"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,IM2COL=2", "conv2d: IM2COL must be 0 or 1, got 2"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,G=2,IM2COL=1", "conv2d: IM2COL=1 needs G=1"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,Q=1", "conv2d has no key Q"},

@@ -1,0 +1,132 @@
+// Layout choice: which values live in channel blocks (NCHWc) between the nodes that produce and
+// read them. The executor converts at the edges only, where a blocked value meets a node that
+// reads NCHW (or the reverse), once per value.
+#include <algorithm>
+#include <cmath>
+
+#include "graph/op_attrs.h"
+#include "graph/passes.h"
+#include "te/error.h"
+
+namespace tessera::graph {
+
+namespace {
+
+bool per_channel(const std::vector<int64_t>& s, int64_t channels) {
+  return (s.size() == 3 && s[0] == channels && s[1] == 1 && s[2] == 1) ||
+         (s.size() == 4 && s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1);
+}
+
+// The conv kernel's own epilogue (ops/nn.h blocked_epilogue): constant per-channel adds (folded
+// into the bias) and full-shape residuals before at most one Relu or Clip(0, 6), and nothing after.
+bool kernel_epilogue(const Graph& g, const Node& n, int64_t channels) {
+  const std::vector<int64_t>& out = g.shape(n.outputs[0]);
+  int residuals = 0;
+  bool activated = false;
+  for (const Epilogue& e : n.epilogue) {
+    if (activated) return false;
+    if (e.kind == Epilogue::Kind::kAdd) {
+      const std::string& v = n.inputs[e.input];
+      if (g.is_constant(v) && per_channel(g.shape(v), channels)) continue;
+      if (g.shape(v) != out || ++residuals > 1) return false;
+      continue;
+    }
+    activated = true;
+    if (e.kind == Epilogue::Kind::kClip && !(e.lo == 0 && (e.hi == 6 || std::isinf(e.hi))))
+      return false;
+  }
+  return true;
+}
+
+bool blockable_conv(const Graph& g, const Node& n, int64_t block) {
+  if (n.inputs.size() < 2 || !g.is_constant(n.inputs[1])) return false;
+  if (n.inputs.size() > 2 && !n.inputs[2].empty() && !g.is_constant(n.inputs[2])) return false;
+  Window2d w;
+  try {
+    w = read_window(n, g.shape(n.inputs[0]), &g.shape(n.inputs[1]));
+  } catch (const Error&) {
+    return false;
+  }
+  if (!w.is_square_symmetric() || w.n != 1) return false;
+  bool depthwise = w.group > 1 && w.group == w.c && w.out_channels == w.c && w.dh == 1;
+  if (depthwise) {
+    if (w.c % block != 0) return false;
+  } else if (w.group != 1 || w.out_channels % block != 0 || (w.c % block != 0 && w.c > block)) {
+    return false;
+  }
+  return kernel_epilogue(g, n, w.out_channels);
+}
+
+}  // namespace
+
+int64_t channel_block(const Graph& g, int64_t lanes) {
+  // One block for the whole graph, so that blocked values never need reblocking: the ISA's lanes
+  // where every convolution's channels allow it (MobileNet-v2's 24 channels do not allow 16).
+  for (const Node& n : g.nodes) {
+    if (n.op != "Conv" || lanes <= 8) continue;
+    const auto& in = g.shape(n.inputs[0]);
+    const auto& out = g.shape(n.outputs[0]);
+    bool fits = out.size() == 4 && out[1] % lanes == 0 &&
+                (in.size() != 4 || in[1] % lanes == 0 || in[1] < 8);
+    if (!fits) return 8;
+  }
+  return lanes;
+}
+
+int choose_layouts(Graph& g, int64_t block) {
+  if (block <= 1) return 0;
+  int changed = 0;
+  std::map<std::string, bool> blocked;  // value -> produced in channel blocks
+  auto mark = [&](Node& n) {
+    n.attrs[kBlockAttr] = block;
+    blocked[n.outputs[0]] = true;
+    ++changed;
+  };
+  for (Node& n : g.nodes) {
+    n.attrs.erase(kBlockAttr);
+    const std::vector<int64_t>& out = g.shape(n.outputs[0]);
+    if (n.op == "Conv") {
+      if (blockable_conv(g, n, block)) mark(n);
+      continue;
+    }
+    // The rest only stays blocked where its input already is: converting for them would cost more
+    // than they run.
+    if (n.inputs.empty() || !blocked.count(n.inputs[0])) continue;
+    if (out.size() != 4 || out[1] % block != 0) continue;
+    if (n.op == "MaxPool") {
+      try {
+        Window2d w = read_window(n, g.shape(n.inputs[0]), nullptr);
+        if (w.is_square_symmetric() && w.dh == 1 && w.pt < w.kh) mark(n);
+      } catch (const Error&) {
+      }
+      continue;
+    }
+    if (n.op == "GlobalAveragePool") {
+      // Reads blocks; its [N][C][1][1] result is the same memory in either layout.
+      n.attrs[kBlockAttr] = block;
+      ++changed;
+      continue;
+    }
+    bool elementwise = n.op == "Relu" || n.op == "Add" || n.op == "Clip" || n.op == "Mul";
+    if (!elementwise) continue;
+    bool operands_fit = true;
+    size_t operands = n.op == "Clip" ? 1 : n.inputs.size();
+    for (size_t i = 0; i < operands; ++i) {
+      const std::string& v = n.inputs[i];
+      if (g.shape(v) == out) continue;
+      operands_fit = operands_fit && g.is_constant(v) &&
+                     (per_channel(g.shape(v), out[1]) || num_elements(g.shape(v)) == 1);
+    }
+    if (n.op == "Clip") {
+      try {
+        clip_bounds(n, g);
+      } catch (const Error&) {
+        operands_fit = false;
+      }
+    }
+    if (operands_fit) mark(n);
+  }
+  return changed;
+}
+
+}  // namespace tessera::graph
