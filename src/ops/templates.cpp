@@ -413,7 +413,8 @@ ConfigSpace conv2d_nchwc_space(const Workload& w) {
   int64_t oh = (w.get("H") + 2 * p - span) / w.get("S") + 1;
   std::vector<Knob> knobs{
       split_knob_from("tile_oc", o / cb, {{1}, {2}, {3}, {4}}),
-      split_knob_from("tile_ow", ow, {{1}, {2}, {4}, {6}, {7}, {8}, {12}, {14}, {16}, {28}}),
+      split_knob_from("tile_ow", ow,
+                      {{1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {12}, {14}, {16}, {28}}),
       // Rows in the register tile too: each weight vector then feeds tile_oh x tile_ow pixels,
       // which is what keeps small planes (7 x 7 at 512 channels) from streaming the weights.
       split_knob_from("tile_oh", oh, {{1}, {2}, {4}, {7}}),
