@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "graph/reference.h"
 #include "graph_builder.h"
 
@@ -174,6 +176,41 @@ TEST(GraphPasses, DefaultPassesOnAMobileNetBlockKeepTheOutputs) {
   EXPECT_EQ(g.nodes[1].label(), "Conv+Clip(0,6)");
   EXPECT_EQ(g.nodes[2].label(), "Conv+Add");
   EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+}
+
+// choose_layouts blocks the convolutions whose epilogue their kernel runs and what stays blocked
+// after them, and leaves the rest NCHW; it never changes what the graph computes.
+TEST(GraphPasses, LayoutChoiceBlocksConvolutionChainsAndLeavesTheRest) {
+  GraphBuilder b(9);
+  std::string x = b.input({1, 3, 12, 12});
+  std::string a = b.node("Relu", {b.conv(x, 3, 16, 3, 1, 1)});  // image input: one block of 3
+  std::string p = b.node(
+      "MaxPool", {a},
+      {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  // Clip(0, 3) is no activation the kernel runs; a residual along rows only is no residual.
+  std::string c = b.node("Clip", {b.conv(p, 16, 16, 1, 1, 0)}, {{"min", 0.0}, {"max", 3.0}});
+  std::string r = b.node("Add", {b.conv(c, 16, 16, 1, 1, 0), b.random({1, 1, 6, 6})});
+  std::string s = b.node("Softmax", {b.node("Flatten", {b.node("GlobalAveragePool", {r})})});
+  Graph g = b.finish(s);
+  graph::run_default_passes(g, {.blocked_layout = false});
+  HostTensor in = b.random_tensor({1, 3, 12, 12});
+  HostTensor before = run(g, in);
+  EXPECT_EQ(graph::channel_block(g, 16), 16);
+  EXPECT_EQ(graph::channel_block(g, 8), 8);
+  EXPECT_EQ(graph::choose_layouts(g, 8), 2) << graph::print_graph(g);
+  std::map<std::string, int64_t> blocks;
+  for (const graph::Node& n : g.nodes) blocks[n.label()] += n.attr_int(graph::kBlockAttr, 0);
+  EXPECT_EQ(blocks["Conv+Relu"], 8);
+  EXPECT_EQ(blocks["MaxPool"], 8);
+  EXPECT_EQ(blocks["Conv+Clip(0,3)"], 0);
+  EXPECT_EQ(blocks["Conv+Add"], 0);
+  EXPECT_EQ(blocks["GlobalAveragePool"], 0) << "its input is NCHW";
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+  // Channels that 16 does not divide make the whole graph use blocks of 8.
+  GraphBuilder b2(10);
+  std::string y = b2.conv(b2.input({1, 8, 4, 4}), 8, 24, 1, 1, 0);
+  Graph g2 = b2.finish(y);
+  EXPECT_EQ(graph::channel_block(g2, 16), 8);
 }
 
 }  // namespace
