@@ -229,7 +229,7 @@ class Planner {
     OpInstance op = instantiate(w);
     KernelInfo info{key, "plain", "", 0};
     Program program = op.program;
-    if (db_) {
+    if (db_ && !params_.skip_records.count(key)) {
       if (std::optional<Record> best = db_->best(key, target_key_)) {
         RewriteResult<Program> r = parse_strategy(best->result.strategy)(op.program);
         if (r) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,10 @@ class KernelBuildError : public Error {
 };
 
 struct ExecutorParams {
-  std::string db;        // records DB for best configurations; empty: default configurations only
+  std::string db;  // records DB for best configurations; empty: default configurations only
+  /// Workloads that run their default configuration although the DB has records for them (the
+  /// compile command's in-model check found the default faster inside the model).
+  std::set<std::string> skip_records;
   int threads = 0;       // 0: OpenMP's default
   int compile_jobs = 0;  // parallel C compiler processes; 0: one per core
 };

@@ -257,6 +257,24 @@ TEST(GraphCompileCli, TunesTheModelsWorkloadsAndRunModelUsesTheRecords) {
   EXPECT_NE(r.out.find("2 tuned (records DB), 0 at the template's default"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("db       x2 conv2d_bias_relu:"), std::string::npos) << r.out;
+
+  // The library from those records: with the in-model check each tuned kernel is profiled in
+  // the model against its default (which one wins is timing, so only the outcome is checked);
+  // without it, every workload with records runs them.
+  std::string lib = ::testing::TempDir() + "/compile_tuned.so";
+  testing::CliOutcome checked =
+      testing::run_cli("compile " + path + " --trials 0 --threads 1 -o " + lib + " --db " + db);
+  ASSERT_EQ(checked.exit_code, 0) << checked.out;
+  EXPECT_NE(checked.out.find("compile: wrote " + lib), std::string::npos) << checked.out;
+  testing::CliOutcome unchecked = testing::run_cli(
+      "compile " + path + " --trials 0 --threads 1 --no-model-check -o " + lib + " --db " + db);
+  ASSERT_EQ(unchecked.exit_code, 0) << unchecked.out;
+  EXPECT_NE(unchecked.out.find("2 tuned, 0 at the default configuration, "), std::string::npos)
+      << unchecked.out;
+  EXPECT_EQ(unchecked.out.find("keeps the default"), std::string::npos) << unchecked.out;
+  testing::CliOutcome ran = testing::run_cli("run-model " + lib + " --threads 1 --repeat 1");
+  EXPECT_EQ(ran.exit_code, 0) << ran.out;
+  std::remove(lib.c_str());
   std::remove(db.c_str());
 }
 
