@@ -12,11 +12,6 @@ namespace tessera::graph {
 
 namespace {
 
-bool per_channel(const std::vector<int64_t>& s, int64_t channels) {
-  return (s.size() == 3 && s[0] == channels && s[1] == 1 && s[2] == 1) ||
-         (s.size() == 4 && s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1);
-}
-
 // The conv kernel's own epilogue (ops/nn.h blocked_epilogue): constant per-channel adds (folded
 // into the bias) and full-shape residuals before at most one Relu or Clip(0, 6), and nothing after.
 bool kernel_epilogue(const Graph& g, const Node& n, int64_t channels) {
@@ -27,7 +22,7 @@ bool kernel_epilogue(const Graph& g, const Node& n, int64_t channels) {
     if (activated) return false;
     if (e.kind == Epilogue::Kind::kAdd) {
       const std::string& v = n.inputs[e.input];
-      if (g.is_constant(v) && per_channel(g.shape(v), channels)) continue;
+      if (g.is_constant(v) && is_per_channel(g.shape(v), channels)) continue;
       if (g.shape(v) != out || ++residuals > 1) return false;
       continue;
     }
@@ -115,7 +110,7 @@ int choose_layouts(Graph& g, int64_t block) {
       const std::string& v = n.inputs[i];
       if (g.shape(v) == out) continue;
       operands_fit = operands_fit && g.is_constant(v) &&
-                     (per_channel(g.shape(v), out[1]) || num_elements(g.shape(v)) == 1);
+                     (is_per_channel(g.shape(v), out[1]) || num_elements(g.shape(v)) == 1);
     }
     if (n.op == "Clip") {
       try {

@@ -93,11 +93,6 @@ std::vector<int64_t> blocked_shape(const std::vector<int64_t>& nchw, int64_t blo
   return {nchw[0], nchw[1] / block, nchw[2], nchw[3], block};
 }
 
-bool is_per_channel(const std::vector<int64_t>& s, int64_t channels) {
-  return (s.size() == 3 && s[0] == channels && s[1] == 1 && s[2] == 1) ||
-         (s.size() == 4 && s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1);
-}
-
 HostTensor transposed_2d(const HostTensor& t) {
   HostTensor out{{t.shape[1], t.shape[0]}, std::vector<double>(t.data.size()), false};
   for (int64_t i = 0; i < t.shape[0]; ++i)
@@ -527,16 +522,17 @@ class Planner {
         args.push_back(slot(v));
       }
     }
-    std::vector<ElementwiseStep> steps;
-    if (n.op == "Add") steps.push_back({ElementwiseStep::Kind::kAdd, 1, 0, 0});
-    if (n.op == "Mul") steps.push_back({ElementwiseStep::Kind::kMul, 1, 0, 0});
-    if (n.op == "Relu") steps.push_back({ElementwiseStep::Kind::kRelu, -1, 0, 0});
-    if (n.op == "Clip") {
-      auto [lo, hi] = clip_bounds(n, g_);
-      steps.push_back({ElementwiseStep::Kind::kClip, -1, lo, hi});
-    }
     args.push_back(blocked_output_slot(n, block));
-    te_step(elementwise_kernel(out_blocked, shapes, steps), std::move(args));
+    te_step(elementwise_kernel(out_blocked, shapes, {elementwise_step(n)}), std::move(args));
+  }
+
+  // The one elementwise step of an Add, Mul (of input 1), Relu or Clip node.
+  ElementwiseStep elementwise_step(const Node& n) const {
+    if (n.op == "Add") return {ElementwiseStep::Kind::kAdd, 1, 0, 0};
+    if (n.op == "Mul") return {ElementwiseStep::Kind::kMul, 1, 0, 0};
+    if (n.op == "Relu") return {ElementwiseStep::Kind::kRelu, -1, 0, 0};
+    auto [lo, hi] = clip_bounds(n, g_);
+    return {ElementwiseStep::Kind::kClip, -1, lo, hi};
   }
 
   void plan_node(const Node& n) {
@@ -573,13 +569,10 @@ class Planner {
           return library_step(fmt::format("bias_add:M={},N={}", m, nn),
                               {slot(n.inputs[side]), slot(n.inputs[1 - side]), output_slot(n)});
       }
-      return plan_elementwise(n, {{ElementwiseStep::Kind::kAdd, 1, 0, 0}}, n.inputs);
+      return plan_elementwise(n, {elementwise_step(n)}, n.inputs);
     }
-    if (op == "Mul") return plan_elementwise(n, {{ElementwiseStep::Kind::kMul, 1, 0, 0}}, n.inputs);
-    if (op == "Clip") {
-      auto [lo, hi] = clip_bounds(n, g_);
-      return plan_elementwise(n, {{ElementwiseStep::Kind::kClip, -1, lo, hi}}, {n.inputs[0]});
-    }
+    if (op == "Mul") return plan_elementwise(n, {elementwise_step(n)}, n.inputs);
+    if (op == "Clip") return plan_elementwise(n, {elementwise_step(n)}, {n.inputs[0]});
     if (op == "BatchNormalization") return plan_batch_norm(n);
     if (op == "Softmax") {
       auto rank = static_cast<int64_t>(out_shape.size());

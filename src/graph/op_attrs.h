@@ -50,6 +50,10 @@ GemmAttrs read_gemm(const Node& n, const std::vector<int64_t>& a, const std::vec
 /// unbounded); throws when a bound is not a constant.
 std::pair<double, double> clip_bounds(const Node& n, const Graph& g);
 
+/// A per-channel operand of an NCHW value with `channels` channels: [C][1][1] or [1][C][1][1]
+/// (what broadcasts along every dimension but the channels').
+bool is_per_channel(const std::vector<int64_t>& shape, int64_t channels);
+
 /// Reshape's output shape from its constant shape input (0 copies a dimension, -1 is inferred);
 /// throws when the shape input is not constant or does not fit the element count.
 std::vector<int64_t> reshape_target(const Node& n, const Graph& g);

@@ -88,6 +88,11 @@ GemmAttrs read_gemm(const Node& n, const std::vector<int64_t>& a, const std::vec
   return g;
 }
 
+bool is_per_channel(const std::vector<int64_t>& s, int64_t channels) {
+  return (s.size() == 3 && s[0] == channels && s[1] == 1 && s[2] == 1) ||
+         (s.size() == 4 && s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1);
+}
+
 std::pair<double, double> clip_bounds(const Node& n, const Graph& g) {
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
