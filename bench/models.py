@@ -162,7 +162,7 @@ def cpu_line():
 
 def tessera_compile(args, path, lib, db, threads):
     cmd = [args.tessera, "compile", path, "--trials", str(args.trials), "--db", db,
-           "--threads", str(threads), "--json", "-o", lib]
+           "--threads", str(threads), "--conv-algorithm", args.conv_algorithm, "--json", "-o", lib]
     start = time.perf_counter()
     run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=sys.stderr if args.verbose else
                          subprocess.DEVNULL, text=True)
@@ -193,6 +193,8 @@ def main():
                    help="tune each model with `tessera compile` first (needs --db)")
     p.add_argument("--db", help="records DB: tuned into with --trials, read by run-model")
     p.add_argument("--tune-threads", type=int, default=2, help="threads while tuning")
+    p.add_argument("--conv-algorithm", default="auto", choices=["auto", "direct"],
+                   help="tessera compile's --conv-algorithm (direct: no Winograd)")
     p.add_argument("--workdir", default="build/bench_models", help="models and arrays go here")
     p.add_argument("--out", help="also write OUT.md and OUT.csv")
     p.add_argument("--verbose", action="store_true", help="show tessera compile's progress")

@@ -118,7 +118,8 @@ int compile_command(const CompileArgs& args) {
   graph::Graph g;
   try {
     g = graph::import_onnx(args.model);
-    graph::run_default_passes(g, {args.layout == "nchwc"});
+    graph::run_default_passes(g, {.blocked_layout = args.layout == "nchwc",
+                                  .winograd = args.conv_algorithm == "auto"});
     // One spec per step the executor runs, named after the first node that needs the workload:
     // tune-all merges the repeats into one task whose weight is how often the model runs it.
     std::map<std::string, bool> seen;
@@ -183,6 +184,7 @@ CompileCommand add_compile_command(CLI::App& app) {
                   "With -o, do not profile the model with its default configurations to keep "
                   "them where they run faster in the model than the tuned ones");
   add_layout_option(c.app, a.layout);
+  add_conv_algorithm_option(c.app, a.conv_algorithm);
   add_tune_all_options(c.app, a.tune, /*allow_zero_trials=*/true);
   return c;
 }

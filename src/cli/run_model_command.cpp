@@ -118,6 +118,7 @@ int run_library(const RunModelArgs& args) {
                             : args.profile         ? "--profile"
                             : !args.db.empty()     ? "--db"
                             : !args.layout.empty() ? "--layout"
+                            : !args.conv_algorithm.empty() ? "--conv-algorithm"
                                                    : "";
   if (!unsupported.empty()) {
     std::cerr << fmt::format(
@@ -201,7 +202,8 @@ int run_model(const RunModelArgs& args) {
     if (args.threads < 0) throw_error("--threads must be positive");
     g = graph::import_onnx(args.model);
     nodes_before = g.nodes.size();
-    log = graph::run_default_passes(g, {args.layout != "nchw"});
+    log = graph::run_default_passes(g, {.blocked_layout = args.layout != "nchw",
+                                        .winograd = args.conv_algorithm != "direct"});
     if (g.inputs.size() != 1)
       throw_error("{}: the model has {} inputs (run-model feeds one)", args.model, g.inputs.size());
     input = model_input(args, g.inputs[0], g.shape(g.inputs[0]));
@@ -321,6 +323,7 @@ RunModelCommand add_run_model_command(CLI::App& app) {
                   "Time each kernel (the sum over its steps, median of --repeat runs)");
   c.app->add_flag("--json", a.json, "Print the result as JSON");
   add_layout_option(c.app, a.layout);
+  add_conv_algorithm_option(c.app, a.conv_algorithm);
   return c;
 }
 

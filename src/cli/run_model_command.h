@@ -20,6 +20,7 @@ struct RunModelArgs {
   bool profile = false;  // time each kernel
   bool json = false;
   std::string layout;  // nchwc (the default) or nchw; model.onnx only
+  std::string conv_algorithm;  // auto (the default) or direct; model.onnx only
 };
 
 struct RunModelCommand {

@@ -17,5 +17,8 @@ CLI::Validator thread_count();
 /// `--layout nchwc|nchw` of the model commands: channel blocks between convolutions (the
 /// default) or the model's own NCHW everywhere, for comparisons.
 void add_layout_option(CLI::App* app, std::string& layout);
+/// `--conv-algorithm auto|direct`: Winograd for the blocked 3x3 convolutions it pays for (the
+/// default) or the direct kernel everywhere, for comparisons.
+void add_conv_algorithm_option(CLI::App* app, std::string& algorithm);
 
 }  // namespace tessera

@@ -14,6 +14,7 @@
 #include "graph/kernels.h"
 #include "graph/op_attrs.h"
 #include "graph/passes.h"
+#include "graph/winograd.h"
 #include "measure/target.h"
 #include "ops/templates.h"
 #include "ops/workload.h"
@@ -451,8 +452,6 @@ class Planner {
     int64_t ib = depthwise || w.c % block == 0 ? block : w.c;
     size_t x = blocked_slot(n.inputs[0], ib);
     const HostTensor& weights = g_.constants.at(n.inputs[1]);
-    size_t wt = constant_array(depthwise ? blocked_depthwise_weights(weights, block)
-                                         : blocked_conv_weights(weights, block, ib));
     std::vector<double> bias(w.out_channels, 0.0);
     bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
     if (has_bias) bias = g_.constants.at(n.inputs[2]).data;
@@ -472,8 +471,14 @@ class Planner {
         residual = blocked_slot(n.inputs[e.input], block);
       }
     }
+    std::optional<size_t> bias_slot;
+    if (has_bias) bias_slot = constant_array({{w.out_channels / block, block}, bias, false});
+    if (n.attr_int(kWinogradAttr, 0) == 1)
+      return plan_winograd_conv(n, w, block, x, bias_slot, residual, static_cast<Activation>(act));
+    size_t wt = constant_array(depthwise ? blocked_depthwise_weights(weights, block)
+                                         : blocked_conv_weights(weights, block, ib));
     std::vector<size_t> args{x, wt};
-    if (has_bias) args.push_back(constant_array({{w.out_channels / block, block}, bias, false}));
+    if (bias_slot) args.push_back(*bias_slot);
     if (residual) args.push_back(*residual);
     args.push_back(blocked_output_slot(n, block));
     std::string epilogue =
@@ -485,6 +490,42 @@ class Planner {
                      : fmt::format("conv2d_nchwc:{},O={},K={},S={},P={},D={},CB={}{}", shape_keys,
                                    w.out_channels, w.kh, w.sh, w.pt, w.dh, block, epilogue),
                  std::move(args));
+  }
+
+  // Winograd F(4x4, 3x3) (graph/winograd.h): the input padded and transformed per tile, 36
+  // products over the channels by the library's batch_matmul (a tuning task of the model), and
+  // the output transform with the convolution's epilogue writing the blocked result.
+  void plan_winograd_conv(const Node& n, const Window2d& w, int64_t block, size_t x,
+                          std::optional<size_t> bias, std::optional<size_t> residual,
+                          Activation act) {
+    std::vector<int64_t> in = blocked_shape(g_.shape(n.inputs[0]), block);
+    auto [th, tw] = winograd_tiles(w.oh, w.ow);
+    const int64_t rows = winograd_rows(th * tw), products = kWinogradAlpha * kWinogradAlpha;
+    TeKernel pad = winograd_pad_kernel(in);
+    size_t padded = new_array(pad.args.back()->shape);
+    te_step(pad, {x, padded});
+    size_t transformed = new_array({products, rows, w.c});
+    te_step(winograd_input_kernel(in), {padded, transformed});
+    size_t weights = constant_array(winograd_weights(g_.constants.at(n.inputs[1])));
+    size_t product = new_array({products, rows, w.out_channels});
+    library_step(fmt::format("batch_matmul:B={},M={},N={},K={}", products, rows, w.out_channels,
+                             w.c),
+                 {transformed, weights, product});
+    std::vector<int64_t> out = blocked_shape(g_.shape(n.outputs[0]), block);
+    std::vector<size_t> args{product};
+    if (winograd_output_is_padded(out)) {
+      size_t whole_tiles = new_array(winograd_padded_output(out));
+      te_step(winograd_output_kernel(out, false, false, Activation::kNone),
+              {product, whole_tiles});
+      args = {whole_tiles};
+    }
+    if (bias) args.push_back(*bias);
+    if (residual) args.push_back(*residual);
+    args.push_back(blocked_output_slot(n, block));
+    te_step(winograd_output_is_padded(out)
+                ? winograd_crop_kernel(out, bias.has_value(), residual.has_value(), act)
+                : winograd_output_kernel(out, bias.has_value(), residual.has_value(), act),
+            std::move(args));
   }
 
   // A node choose_layouts left in channel blocks: its blocked input read as it is, its result

@@ -33,16 +33,20 @@ std::vector<Expr> broadcast_at(const std::vector<Var>& at, const std::vector<int
 // more than they save.
 constexpr int64_t kParallelElements = 1 << 15;
 
+}  // namespace
+
 // The graph kernels' one schedule: threads over the first dimension with more than one
 // iteration (the batch of one is skipped by fusing it into the next), so that a kernel over
 // [1, C, H, W] still spreads its channels across the cores.
-TeKernel finish(std::string name, std::vector<Tensor> args, const std::string& first = "") {
+TeKernel finish_kernel(std::string name, std::vector<Tensor> args, const std::string& first,
+                       bool auto_parallel) {
   Program program = lower(name, args);
   if (!first.empty()) {
     RewriteResult<Program> r = parse_strategy(first)(program);
     if (!r) throw_internal("graph kernel {}: {}", name, r.message());
     program = r.program();
   }
+  if (!auto_parallel) return {std::move(name), std::move(args), std::move(program)};
   const Tensor& out = args.back();
   int64_t elements = 1;
   for (int64_t d : out->shape) elements *= d;
@@ -58,6 +62,8 @@ TeKernel finish(std::string name, std::vector<Tensor> args, const std::string& f
   }
   return {std::move(name), std::move(args), std::move(program)};
 }
+
+namespace {
 
 // The same elementwise computation over fewer dimensions: neighbouring output dimensions merge
 // where every input either spans both or broadcasts along both, as the arrays are contiguous.
@@ -125,7 +131,7 @@ TeKernel elementwise_kernel(const std::vector<int64_t>& full_out_shape,
       },
       "out", axis_names(out_shape.size()));
   args.push_back(out);
-  return finish("elementwise", std::move(args));
+  return finish_kernel("elementwise", std::move(args));
 }
 
 TeKernel transpose_kernel(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm) {
@@ -140,7 +146,7 @@ TeKernel transpose_kernel(const std::vector<int64_t>& in_shape, const std::vecto
         return in(idx);
       },
       "out", axis_names(out_shape.size()));
-  return finish("transpose", {in, out});
+  return finish_kernel("transpose", {in, out});
 }
 
 TeKernel concat_kernel(const std::vector<std::vector<int64_t>>& inputs, int64_t axis) {
@@ -171,7 +177,7 @@ TeKernel concat_kernel(const std::vector<std::vector<int64_t>>& inputs, int64_t 
       },
       "out", axis_names(out_shape.size()));
   args.push_back(out);
-  return finish("concat", std::move(args));
+  return finish_kernel("concat", std::move(args));
 }
 
 TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape) {
@@ -190,7 +196,7 @@ TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape) {
       },
       "out", axis_names(out_shape.size()));
   // Blocked: the window outside the block's lanes, so each step adds one whole vector.
-  return finish("global_avg_pool", {in, out},
+  return finish_kernel("global_avg_pool", {in, out},
                 blocked ? "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)" : "");
 }
 
@@ -202,7 +208,7 @@ TeKernel to_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block) {
         return in(at[0], at[1] * static_cast<int>(block) + at[4], at[2], at[3]);
       },
       "out", axis_names(5));
-  return finish("to_blocked", {in, out});
+  return finish_kernel("to_blocked", {in, out});
 }
 
 TeKernel from_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block) {
@@ -213,7 +219,7 @@ TeKernel from_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block) {
       nchw,
       [&](const std::vector<Var>& at) { return in(at[0], at[1] / b, at[2], at[3], at[1] % b); },
       "out", axis_names(4));
-  return finish("from_blocked", {in, out});
+  return finish_kernel("from_blocked", {in, out});
 }
 
 TeKernel max_pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,
@@ -237,7 +243,7 @@ TeKernel max_pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k
   // the block's lanes.
   std::string first = "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)";
   if (pad > 0) first += " ; compute_inline(pad)";
-  return finish("max_pool_blocked", {in, out}, first);
+  return finish_kernel("max_pool_blocked", {in, out}, first);
 }
 
 }  // namespace tessera::graph

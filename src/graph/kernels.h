@@ -20,6 +20,12 @@ struct TeKernel {
   Program program;
 };
 
+/// Lowers a te kernel and applies `first` (a strategy that must apply); then, with
+/// `auto_parallel`, threads over its first dimension with more than one iteration where the
+/// output is large enough to pay for them.
+TeKernel finish_kernel(std::string name, std::vector<Tensor> args, const std::string& first = "",
+                       bool auto_parallel = true);
+
 /// One step of an elementwise chain; the chain starts from input 0.
 struct ElementwiseStep {
   enum class Kind { kAdd, kMul, kRelu, kClip };

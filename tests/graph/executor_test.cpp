@@ -2,6 +2,7 @@
 // default passes (so fused nodes run too).
 #include "graph/executor.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -123,6 +124,35 @@ TEST(GraphExecutor, BlockedLayoutKeepsConvolutionChainsInChannelBlocks) {
                                    s.ends_with(",BIAS=1,ACT=2");
                           }),
             1);
+}
+
+// Blocked 3x3 stride-1 convolutions with enough tiles run as Winograd F(4x4, 3x3): whole tiles
+// (28x28) with bias, residual and Relu in the output transform, and a partial last tile (30x30)
+// through the padded output and the crop kernel with Relu6; the same graph with
+// `winograd = false` runs the direct kernel.
+TEST(GraphExecutor, WinogradConvolutionsMatchTheReference) {
+  for (int64_t size : {28, 30}) {
+    GraphBuilder b(19);
+    std::string x = b.input({1, 16, size, size});
+    std::string h = b.node("Clip", {b.batch_norm(b.conv(x, 16, 16, 3, 1, 1), 16)},
+                           {{"min", 0.0}, {"max", 6.0}});
+    std::string r = b.batch_norm(b.conv(h, 16, 16, 3, 1, 1, 1, false), 16);
+    Graph g = b.finish(b.node("Relu", {b.node("Add", {r, h})}));
+    graph::Executor ex;
+    EXPECT_LT(executor_error(g, b, &ex), 1e-4) << size;
+    std::vector<std::string> k = workloads(ex);
+    EXPECT_EQ(count_prefix(k, "conv2d_nchwc:"), 0) << size;
+    EXPECT_EQ(count_prefix(k, "graph:winograd_input"), 1) << size;
+    const int64_t rows = size == 28 ? 54 : 66;  // 49 and 64 tiles, in multiples of 6
+    EXPECT_EQ(count_prefix(k, fmt::format("batch_matmul:B=36,M={},N=16,K=16", rows)), 1) << size;
+    EXPECT_EQ(count_prefix(k, "graph:winograd_crop"), size == 28 ? 0 : 2) << size;
+
+    graph::Executor direct;
+    EXPECT_LT(executor_error(g, b, &direct, {.winograd = false}), 1e-4) << size;
+    k = workloads(direct);
+    EXPECT_EQ(count_prefix(k, "conv2d_nchwc:"), 2) << size;
+    EXPECT_EQ(count_prefix(k, "graph:winograd"), 0) << size;
+  }
 }
 
 // Where a blocked value meets an operator that reads NCHW (Concat, Transpose), it is converted

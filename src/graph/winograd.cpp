@@ -1,0 +1,243 @@
+#include "graph/winograd.h"
+
+#include <array>
+
+#include "te/error.h"
+
+namespace tessera::graph {
+
+namespace {
+
+// F(4x4, 3x3) on the points 0, 1, -1, 2, -2 and infinity (Lavin and Gray's matrices).
+constexpr std::array<std::array<double, 6>, 6> kBt{{
+    {4, 0, -5, 0, 1, 0},
+    {0, -4, -4, 1, 1, 0},
+    {0, 4, -4, -1, 1, 0},
+    {0, -2, -1, 2, 1, 0},
+    {0, 2, -1, -2, 1, 0},
+    {0, 4, 0, -5, 0, 1},
+}};
+constexpr std::array<std::array<double, 3>, 6> kG{{
+    {1.0 / 4, 0, 0},
+    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+    {1.0 / 24, -1.0 / 12, 1.0 / 6},
+    {0, 0, 1},
+}};
+constexpr std::array<std::array<double, 6>, 4> kAt{{
+    {1, 1, 1, 1, 1, 0},
+    {0, 1, -1, 2, -2, 0},
+    {0, 1, 1, 4, 4, 0},
+    {0, 1, -1, 8, -8, 1},
+}};
+
+// sum_k coef[k] * term(k) over the nonzero coefficients, with +-1 as additions: the transforms
+// are mostly zeros and ones, and the C compiler sees exactly the arithmetic that is needed.
+template <size_t N, typename Term>
+Expr combination(const std::array<double, N>& coef, Term term) {
+  Expr acc;
+  bool first = true;
+  for (size_t k = 0; k < N; ++k) {
+    double c = coef[k];
+    if (c == 0) continue;
+    Expr t = term(static_cast<int>(k));
+    if (first) {
+      acc = c == 1 ? t : make_float(c, DType::kFloat32) * t;
+      first = false;
+    } else if (c == 1) {
+      acc = acc + t;
+    } else if (c == -1) {
+      acc = acc - t;
+    } else {
+      acc = acc + make_float(c, DType::kFloat32) * t;
+    }
+  }
+  return acc;
+}
+
+// select(at == 0, leaf(0), select(at == 1, leaf(1), ...)): one expression per value of an axis
+// the schedule unrolls, so that the C compiler folds the conditions away.
+template <typename Leaf>
+Expr by_value(const Expr& at, int count, Leaf leaf) {
+  Expr v = leaf(count - 1);
+  for (int i = count - 1; i-- > 0;) v = select(eq(at, Expr(i)), leaf(i), v);
+  return v;
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> winograd_tiles(int64_t h, int64_t w) {
+  return {(h + kWinogradTile - 1) / kWinogradTile, (w + kWinogradTile - 1) / kWinogradTile};
+}
+
+HostTensor winograd_weights(const HostTensor& oihw) {
+  if (oihw.shape.size() != 4 || oihw.shape[2] != 3 || oihw.shape[3] != 3)
+    throw_internal("winograd_weights needs [O][C][3][3] weights");
+  const int64_t o = oihw.shape[0], c = oihw.shape[1];
+  HostTensor u{{kWinogradAlpha * kWinogradAlpha, c, o},
+               std::vector<double>(static_cast<size_t>(36 * c * o)),
+               false};
+  for (int64_t oc = 0; oc < o; ++oc) {
+    for (int64_t ic = 0; ic < c; ++ic) {
+      const double* g = &oihw.data[static_cast<size_t>((oc * c + ic) * 9)];
+      double gg[6][3];  // G g
+      for (int e = 0; e < 6; ++e)
+        for (int b = 0; b < 3; ++b)
+          gg[e][b] = kG[e][0] * g[0 * 3 + b] + kG[e][1] * g[1 * 3 + b] + kG[e][2] * g[2 * 3 + b];
+      for (int e = 0; e < 6; ++e)
+        for (int n = 0; n < 6; ++n)
+          u.data[static_cast<size_t>(((e * 6 + n) * c + ic) * o + oc)] =
+              gg[e][0] * kG[n][0] + gg[e][1] * kG[n][1] + gg[e][2] * kG[n][2];
+    }
+  }
+  return u;
+}
+
+TeKernel winograd_pad_kernel(const std::vector<int64_t>& in_shape) {
+  auto [th, tw] = winograd_tiles(in_shape[2], in_shape[3]);
+  Tensor in = placeholder(in_shape, DType::kFloat32, "in");
+  const int h = static_cast<int>(in_shape[2]), w = static_cast<int>(in_shape[3]);
+  Tensor out = compute(
+      {in_shape[0], in_shape[1], kWinogradAlpha + kWinogradTile * (th - 1),
+       kWinogradAlpha + kWinogradTile * (tw - 1), in_shape[4]},
+      [&](const std::vector<Var>& at) {
+        Expr inside = at[2] >= Expr(1) && at[2] < Expr(h + 1) && at[3] >= Expr(1) &&
+                      at[3] < Expr(w + 1);
+        return select(inside, in(at[0], at[1], at[2] - 1, at[3] - 1, at[4]),
+                      make_float(0.0, DType::kFloat32));
+      },
+      "out", {"i0", "i1", "i2", "i3", "i4"});
+  return finish_kernel("winograd_pad", {in, out}, "vectorize(i4)");
+}
+
+int64_t winograd_rows(int64_t tiles) {
+  return (tiles + kWinogradRowMultiple - 1) / kWinogradRowMultiple * kWinogradRowMultiple;
+}
+
+TeKernel winograd_input_kernel(const std::vector<int64_t>& in_shape) {
+  auto [th, tw] = winograd_tiles(in_shape[2], in_shape[3]);
+  const int tiles = static_cast<int>(th * tw);
+  const int64_t cb = in_shape[1], b = in_shape[4];
+  Tensor padded = placeholder({in_shape[0], cb, kWinogradAlpha + kWinogradTile * (th - 1),
+                               kWinogradAlpha + kWinogradTile * (tw - 1), b},
+                              DType::kFloat32, "padded");
+  const int tiles_w = static_cast<int>(tw), m = static_cast<int>(kWinogradTile);
+  Tensor out = compute(
+      {kWinogradAlpha, kWinogradAlpha, winograd_rows(th * tw), cb, b},
+      [&](const std::vector<Var>& at) {
+        Expr y0 = (at[2] / tiles_w) * m, x0 = (at[2] % tiles_w) * m;
+        // (B^T d B)[e][u] = sum_r Bt[e][r] (sum_s Bt[u][s] d[r][s]); the rows past the last tile
+        // are zeros.
+        Expr transformed = by_value(at[0], 6, [&](int e) {
+          return by_value(at[1], 6, [&](int u) {
+            return combination(kBt[e], [&](int r) {
+              return combination(kBt[u], [&](int s) {
+                return padded(0, at[3], y0 + r, x0 + s, at[4]);
+              });
+            });
+          });
+        });
+        if (winograd_rows(tiles) == tiles) return transformed;
+        return select(at[2] < Expr(tiles), transformed, make_float(0.0, DType::kFloat32));
+      },
+      "out", {"i0", "i1", "i2", "i3", "i4"});
+  // Threads over tiles; per tile and channel block the 36 results unrolled over one vector.
+  return finish_kernel("winograd_input", {padded, out},
+                       "reorder(i2, i3, i0, i1, i4) ; unroll(i0) ; unroll(i1) ; vectorize(i4) ; "
+                       "parallel(i2)",
+                       false);
+}
+
+namespace {
+
+// The epilogue's operands after `first` (the value the epilogue starts from), and the epilogue
+// applied at output position `at`.
+struct EpilogueArgs {
+  std::vector<Tensor> args;
+  bool bias = false, residual = false;
+  Activation act = Activation::kNone;
+
+  EpilogueArgs(Tensor first, const std::vector<int64_t>& out_shape, bool has_bias,
+               bool has_residual, Activation a)
+      : args{std::move(first)}, bias(has_bias), residual(has_residual), act(a) {
+    if (bias) args.push_back(placeholder({out_shape[1], out_shape[4]}, DType::kFloat32, "bias"));
+    if (residual) args.push_back(placeholder(out_shape, DType::kFloat32, "residual"));
+  }
+
+  Expr apply(Expr v, const std::vector<Var>& at) const {
+    if (bias) v = v + args[1](at[1], at[4]);
+    if (residual) v = v + args[bias ? 2 : 1](at[0], at[1], at[2], at[3], at[4]);
+    if (act != Activation::kNone) v = max(v, make_float(0.0, DType::kFloat32));
+    if (act == Activation::kRelu6) v = min(v, make_float(6.0, DType::kFloat32));
+    return v;
+  }
+};
+
+}  // namespace
+
+bool winograd_output_is_padded(const std::vector<int64_t>& out_shape) {
+  return out_shape[2] % kWinogradTile != 0 || out_shape[3] % kWinogradTile != 0;
+}
+
+std::vector<int64_t> winograd_padded_output(const std::vector<int64_t>& out_shape) {
+  auto [th, tw] = winograd_tiles(out_shape[2], out_shape[3]);
+  return {out_shape[0], out_shape[1], th * kWinogradTile, tw * kWinogradTile, out_shape[4]};
+}
+
+TeKernel winograd_output_kernel(const std::vector<int64_t>& out_shape, bool has_bias,
+                                bool has_residual, Activation act) {
+  auto [th, tw] = winograd_tiles(out_shape[2], out_shape[3]);
+  const int64_t ob = out_shape[1], b = out_shape[4];
+  Tensor products = placeholder({kWinogradAlpha, kWinogradAlpha, winograd_rows(th * tw), ob, b},
+                                DType::kFloat32, "products");
+  // Whole tiles only: a partial last tile's bounds tests inside the unrolled pixels cost 3x the
+  // kernel (ResNet-18's 14x14 layers); such an output is written padded and cropped by the
+  // epilogue kernel.
+  const bool padded = winograd_output_is_padded(out_shape);
+  std::vector<int64_t> shape = padded ? winograd_padded_output(out_shape) : out_shape;
+  EpilogueArgs epilogue(products, out_shape, has_bias && !padded, has_residual && !padded,
+                        padded ? Activation::kNone : act);
+  std::vector<Tensor> args = epilogue.args;
+  const int tiles_w = static_cast<int>(tw), m = static_cast<int>(kWinogradTile);
+  Tensor out = compute(
+      shape,
+      [&](const std::vector<Var>& at) {
+        Expr tile = (at[2] / m) * tiles_w + at[3] / m;
+        Expr v = by_value(at[2] % m, m, [&](int i) {
+          return by_value(at[3] % m, m, [&](int j) {
+            return combination(kAt[i], [&](int e) {
+              return combination(kAt[j],
+                                 [&](int n) { return products(e, n, tile, at[1], at[4]); });
+            });
+          });
+        });
+        return epilogue.apply(v, at);
+      },
+      "out", {"i0", "i1", "i2", "i3", "i4"});
+  args.push_back(out);
+  // One output tile at a time, its 16 pixels unrolled so that the selects fold; threads over
+  // channel blocks.
+  return finish_kernel("winograd_output", std::move(args),
+                       "split(i2, 4) ; split(i3, 4) ; reorder(i0, i1, i2.outer, i3.outer, "
+                       "i2.inner, i3.inner, i4) ; unroll(i2.inner) ; unroll(i3.inner) ; "
+                       "vectorize(i4) ; fuse(i0, i1) ; parallel(i0.i1.fused)",
+                       false);
+}
+
+TeKernel winograd_crop_kernel(const std::vector<int64_t>& out_shape, bool has_bias,
+                              bool has_residual, Activation act) {
+  Tensor padded = placeholder(winograd_padded_output(out_shape), DType::kFloat32, "padded");
+  EpilogueArgs epilogue(padded, out_shape, has_bias, has_residual, act);
+  std::vector<Tensor> args = epilogue.args;
+  Tensor out = compute(
+      out_shape,
+      [&](const std::vector<Var>& at) {
+        return epilogue.apply(padded(at[0], at[1], at[2], at[3], at[4]), at);
+      },
+      "out", {"i0", "i1", "i2", "i3", "i4"});
+  args.push_back(out);
+  return finish_kernel("winograd_crop", std::move(args), "vectorize(i4)");
+}
+
+}  // namespace tessera::graph
