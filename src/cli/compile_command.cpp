@@ -118,8 +118,8 @@ int compile_command(const CompileArgs& args) {
   graph::Graph g;
   try {
     g = graph::import_onnx(args.model);
-    graph::run_default_passes(g, {.blocked_layout = args.layout == "nchwc",
-                                  .winograd = args.conv_algorithm == "auto"});
+    graph::run_default_passes(
+        g, {.blocked_layout = args.layout == "nchwc", .winograd = args.conv_algorithm == "auto"});
     // One spec per step the executor runs, named after the first node that needs the workload:
     // tune-all merges the repeats into one task whose weight is how often the model runs it.
     std::map<std::string, bool> seen;

@@ -14,8 +14,8 @@ struct CompileArgs {
   std::string model;
   TuneAllArgs tune;  // tune-all's options; its file and model stay empty
   bool list_tasks = false;
-  std::string output;            // -o model.so; empty: tune only
-  std::string layout = "nchwc";  // nchwc: channel blocks between convolutions; nchw: none
+  std::string output;                   // -o model.so; empty: tune only
+  std::string layout = "nchwc";         // nchwc: channel blocks between convolutions; nchw: none
   std::string conv_algorithm = "auto";  // auto: Winograd where it pays; direct: never
   bool model_check = true;  // -o: keep defaults that run faster in the model than tuned kernels
 };

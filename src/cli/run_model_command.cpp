@@ -114,12 +114,12 @@ void print_time(const Timing& timing) {
 // A model library from `tessera compile -o`: loaded, fed, run and timed through its C
 // interface, as an application would.
 int run_library(const RunModelArgs& args) {
-  std::string unsupported = args.check             ? "--check"
-                            : args.profile         ? "--profile"
-                            : !args.db.empty()     ? "--db"
-                            : !args.layout.empty() ? "--layout"
+  std::string unsupported = args.check                     ? "--check"
+                            : args.profile                 ? "--profile"
+                            : !args.db.empty()             ? "--db"
+                            : !args.layout.empty()         ? "--layout"
                             : !args.conv_algorithm.empty() ? "--conv-algorithm"
-                                                   : "";
+                                                           : "";
   if (!unsupported.empty()) {
     std::cerr << fmt::format(
         "tessera: error: {} needs model.onnx: {} is compiled (its schedules were fixed by "
@@ -202,8 +202,8 @@ int run_model(const RunModelArgs& args) {
     if (args.threads < 0) throw_error("--threads must be positive");
     g = graph::import_onnx(args.model);
     nodes_before = g.nodes.size();
-    log = graph::run_default_passes(g, {.blocked_layout = args.layout != "nchw",
-                                        .winograd = args.conv_algorithm != "direct"});
+    log = graph::run_default_passes(
+        g, {.blocked_layout = args.layout != "nchw", .winograd = args.conv_algorithm != "direct"});
     if (g.inputs.size() != 1)
       throw_error("{}: the model has {} inputs (run-model feeds one)", args.model, g.inputs.size());
     input = model_input(args, g.inputs[0], g.shape(g.inputs[0]));

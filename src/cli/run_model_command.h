@@ -19,7 +19,7 @@ struct RunModelArgs {
   bool check = false;    // compare with the graph's reference path
   bool profile = false;  // time each kernel
   bool json = false;
-  std::string layout;  // nchwc (the default) or nchw; model.onnx only
+  std::string layout;          // nchwc (the default) or nchw; model.onnx only
   std::string conv_algorithm;  // auto (the default) or direct; model.onnx only
 };
 

@@ -508,15 +508,14 @@ class Planner {
     te_step(winograd_input_kernel(in), {padded, transformed});
     size_t weights = constant_array(winograd_weights(g_.constants.at(n.inputs[1])));
     size_t product = new_array({products, rows, w.out_channels});
-    library_step(fmt::format("batch_matmul:B={},M={},N={},K={}", products, rows, w.out_channels,
-                             w.c),
-                 {transformed, weights, product});
+    library_step(
+        fmt::format("batch_matmul:B={},M={},N={},K={}", products, rows, w.out_channels, w.c),
+        {transformed, weights, product});
     std::vector<int64_t> out = blocked_shape(g_.shape(n.outputs[0]), block);
     std::vector<size_t> args{product};
     if (winograd_output_is_padded(out)) {
       size_t whole_tiles = new_array(winograd_padded_output(out));
-      te_step(winograd_output_kernel(out, false, false, Activation::kNone),
-              {product, whole_tiles});
+      te_step(winograd_output_kernel(out, false, false, Activation::kNone), {product, whole_tiles});
       args = {whole_tiles};
     }
     if (bias) args.push_back(*bias);

@@ -197,7 +197,7 @@ TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape) {
       "out", axis_names(out_shape.size()));
   // Blocked: the window outside the block's lanes, so each step adds one whole vector.
   return finish_kernel("global_avg_pool", {in, out},
-                blocked ? "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)" : "");
+                       blocked ? "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)" : "");
 }
 
 TeKernel to_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block) {

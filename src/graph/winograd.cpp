@@ -98,16 +98,15 @@ TeKernel winograd_pad_kernel(const std::vector<int64_t>& in_shape) {
   auto [th, tw] = winograd_tiles(in_shape[2], in_shape[3]);
   Tensor in = placeholder(in_shape, DType::kFloat32, "in");
   const int h = static_cast<int>(in_shape[2]), w = static_cast<int>(in_shape[3]);
-  Tensor out = compute(
-      {in_shape[0], in_shape[1], kWinogradAlpha + kWinogradTile * (th - 1),
-       kWinogradAlpha + kWinogradTile * (tw - 1), in_shape[4]},
-      [&](const std::vector<Var>& at) {
-        Expr inside = at[2] >= Expr(1) && at[2] < Expr(h + 1) && at[3] >= Expr(1) &&
-                      at[3] < Expr(w + 1);
-        return select(inside, in(at[0], at[1], at[2] - 1, at[3] - 1, at[4]),
-                      make_float(0.0, DType::kFloat32));
-      },
-      "out", {"i0", "i1", "i2", "i3", "i4"});
+  Tensor out = compute({in_shape[0], in_shape[1], kWinogradAlpha + kWinogradTile * (th - 1),
+                        kWinogradAlpha + kWinogradTile * (tw - 1), in_shape[4]},
+                       [&](const std::vector<Var>& at) {
+                         Expr inside = at[2] >= Expr(1) && at[2] < Expr(h + 1) &&
+                                       at[3] >= Expr(1) && at[3] < Expr(w + 1);
+                         return select(inside, in(at[0], at[1], at[2] - 1, at[3] - 1, at[4]),
+                                       make_float(0.0, DType::kFloat32));
+                       },
+                       "out", {"i0", "i1", "i2", "i3", "i4"});
   return finish_kernel("winograd_pad", {in, out}, "vectorize(i4)");
 }
 
@@ -123,25 +122,24 @@ TeKernel winograd_input_kernel(const std::vector<int64_t>& in_shape) {
                                kWinogradAlpha + kWinogradTile * (tw - 1), b},
                               DType::kFloat32, "padded");
   const int tiles_w = static_cast<int>(tw), m = static_cast<int>(kWinogradTile);
-  Tensor out = compute(
-      {kWinogradAlpha, kWinogradAlpha, winograd_rows(th * tw), cb, b},
-      [&](const std::vector<Var>& at) {
-        Expr y0 = (at[2] / tiles_w) * m, x0 = (at[2] % tiles_w) * m;
-        // (B^T d B)[e][u] = sum_r Bt[e][r] (sum_s Bt[u][s] d[r][s]); the rows past the last tile
-        // are zeros.
-        Expr transformed = by_value(at[0], 6, [&](int e) {
-          return by_value(at[1], 6, [&](int u) {
-            return combination(kBt[e], [&](int r) {
-              return combination(kBt[u], [&](int s) {
-                return padded(0, at[3], y0 + r, x0 + s, at[4]);
-              });
-            });
-          });
-        });
-        if (winograd_rows(tiles) == tiles) return transformed;
-        return select(at[2] < Expr(tiles), transformed, make_float(0.0, DType::kFloat32));
-      },
-      "out", {"i0", "i1", "i2", "i3", "i4"});
+  Tensor out =
+      compute({kWinogradAlpha, kWinogradAlpha, winograd_rows(th * tw), cb, b},
+              [&](const std::vector<Var>& at) {
+                Expr y0 = (at[2] / tiles_w) * m, x0 = (at[2] % tiles_w) * m;
+                // (B^T d B)[e][u] = sum_r Bt[e][r] (sum_s Bt[u][s] d[r][s]); the rows past the last
+                // tile are zeros.
+                Expr transformed = by_value(at[0], 6, [&](int e) {
+                  return by_value(at[1], 6, [&](int u) {
+                    return combination(kBt[e], [&](int r) {
+                      return combination(
+                          kBt[u], [&](int s) { return padded(0, at[3], y0 + r, x0 + s, at[4]); });
+                    });
+                  });
+                });
+                if (winograd_rows(tiles) == tiles) return transformed;
+                return select(at[2] < Expr(tiles), transformed, make_float(0.0, DType::kFloat32));
+              },
+              "out", {"i0", "i1", "i2", "i3", "i4"});
   // Threads over tiles; per tile and channel block the 36 results unrolled over one vector.
   return finish_kernel("winograd_input", {padded, out},
                        "reorder(i2, i3, i0, i1, i4) ; unroll(i0) ; unroll(i1) ; vectorize(i4) ; "
@@ -207,8 +205,7 @@ TeKernel winograd_output_kernel(const std::vector<int64_t>& out_shape, bool has_
         Expr v = by_value(at[2] % m, m, [&](int i) {
           return by_value(at[3] % m, m, [&](int j) {
             return combination(kAt[i], [&](int e) {
-              return combination(kAt[j],
-                                 [&](int n) { return products(e, n, tile, at[1], at[4]); });
+              return combination(kAt[j], [&](int n) { return products(e, n, tile, at[1], at[4]); });
             });
           });
         });
@@ -230,12 +227,11 @@ TeKernel winograd_crop_kernel(const std::vector<int64_t>& out_shape, bool has_bi
   Tensor padded = placeholder(winograd_padded_output(out_shape), DType::kFloat32, "padded");
   EpilogueArgs epilogue(padded, out_shape, has_bias, has_residual, act);
   std::vector<Tensor> args = epilogue.args;
-  Tensor out = compute(
-      out_shape,
-      [&](const std::vector<Var>& at) {
-        return epilogue.apply(padded(at[0], at[1], at[2], at[3], at[4]), at);
-      },
-      "out", {"i0", "i1", "i2", "i3", "i4"});
+  Tensor out = compute(out_shape,
+                       [&](const std::vector<Var>& at) {
+                         return epilogue.apply(padded(at[0], at[1], at[2], at[3], at[4]), at);
+                       },
+                       "out", {"i0", "i1", "i2", "i3", "i4"});
   args.push_back(out);
   return finish_kernel("winograd_crop", std::move(args), "vectorize(i4)");
 }

@@ -148,6 +148,21 @@ TEST(GraphRunModelCli, RunsAModelAndChecksItAgainstTheReference) {
   EXPECT_NE(r.out.find("check     max relative error"), std::string::npos) << r.out;
 }
 
+// --conv-algorithm direct leaves the algorithm pass out; an unknown algorithm is exit 2.
+TEST(GraphRunModelCli, ConvAlgorithmDirectSkipsTheWinogradChoice) {
+  std::string path = write_model(small_model(), "run_model_direct.onnx");
+  testing::CliOutcome a = testing::run_cli("run-model " + path + " --threads 1 --repeat 1");
+  EXPECT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_NE(a.out.find("choose_conv_algorithms 0"), std::string::npos) << a.out;
+  testing::CliOutcome d =
+      testing::run_cli("run-model " + path + " --conv-algorithm direct --threads 1 --repeat 1");
+  EXPECT_EQ(d.exit_code, 0) << d.out;
+  EXPECT_EQ(d.out.find("choose_conv_algorithms"), std::string::npos) << d.out;
+  testing::CliOutcome bad = testing::run_cli("run-model " + path + " --conv-algorithm fast");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--conv-algorithm"), std::string::npos) << bad.out;
+}
+
 // A recorded configuration of one of the model's workloads is used for that kernel, as `tessera
 // bench` uses it; the others stay at their default configuration.
 TEST(GraphRunModelCli, UsesTheBestRecordedConfigurationFromTheDb) {

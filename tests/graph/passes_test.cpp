@@ -219,11 +219,11 @@ TEST(GraphPasses, LayoutChoiceBlocksConvolutionChainsAndLeavesTheRest) {
 TEST(GraphPasses, WinogradIsChosenForLarge3x3StrideOneConvolutionsOnly) {
   GraphBuilder b(12);
   std::string x = b.input({1, 16, 28, 28});
-  std::string big = b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)});           // 7x7 tiles: yes
-  std::string strided = b.node("Relu", {b.conv(big, 16, 16, 3, 2, 1)});    // stride 2: no
-  std::string depthwise = b.conv(strided, 16, 16, 3, 1, 1, 16);            // groups: no
-  std::string small = b.conv(depthwise, 16, 16, 3, 1, 1);                  // 4x4 tiles: no
-  std::string pointwise = b.conv(small, 16, 16, 1, 1, 0);                  // 1x1: no
+  std::string big = b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)});        // 7x7 tiles: yes
+  std::string strided = b.node("Relu", {b.conv(big, 16, 16, 3, 2, 1)});  // stride 2: no
+  std::string depthwise = b.conv(strided, 16, 16, 3, 1, 1, 16);          // groups: no
+  std::string small = b.conv(depthwise, 16, 16, 3, 1, 1);                // 4x4 tiles: no
+  std::string pointwise = b.conv(small, 16, 16, 1, 1, 0);                // 1x1: no
   Graph g = b.finish(pointwise);
   std::vector<graph::PassLog> log = graph::run_default_passes(g);
   ASSERT_EQ(log.back().pass, "choose_conv_algorithms");
