@@ -1,6 +1,7 @@
 #include "graph/winograd.h"
 
 #include <array>
+#include <optional>
 
 #include "te/error.h"
 
@@ -147,33 +148,6 @@ TeKernel winograd_input_kernel(const std::vector<int64_t>& in_shape) {
                        false);
 }
 
-namespace {
-
-// The epilogue's operands after `first` (the value the epilogue starts from), and the epilogue
-// applied at output position `at`.
-struct EpilogueArgs {
-  std::vector<Tensor> args;
-  bool bias = false, residual = false;
-  Activation act = Activation::kNone;
-
-  EpilogueArgs(Tensor first, const std::vector<int64_t>& out_shape, bool has_bias,
-               bool has_residual, Activation a)
-      : args{std::move(first)}, bias(has_bias), residual(has_residual), act(a) {
-    if (bias) args.push_back(placeholder({out_shape[1], out_shape[4]}, DType::kFloat32, "bias"));
-    if (residual) args.push_back(placeholder(out_shape, DType::kFloat32, "residual"));
-  }
-
-  Expr apply(Expr v, const std::vector<Var>& at) const {
-    if (bias) v = v + args[1](at[1], at[4]);
-    if (residual) v = v + args[bias ? 2 : 1](at[0], at[1], at[2], at[3], at[4]);
-    if (act != Activation::kNone) v = max(v, make_float(0.0, DType::kFloat32));
-    if (act == Activation::kRelu6) v = min(v, make_float(6.0, DType::kFloat32));
-    return v;
-  }
-};
-
-}  // namespace
-
 bool winograd_output_is_padded(const std::vector<int64_t>& out_shape) {
   return out_shape[2] % kWinogradTile != 0 || out_shape[3] % kWinogradTile != 0;
 }
@@ -182,6 +156,32 @@ std::vector<int64_t> winograd_padded_output(const std::vector<int64_t>& out_shap
   auto [th, tw] = winograd_tiles(out_shape[2], out_shape[3]);
   return {out_shape[0], out_shape[1], th * kWinogradTile, tw * kWinogradTile, out_shape[4]};
 }
+
+namespace {
+
+// The bias and residual placeholders of a blocked [1][O/b][H][W][b] result, as
+// ops::blocked_epilogue reads them.
+struct EpilogueOperands {
+  std::optional<Tensor> bias, residual;
+  EpilogueOperands(const std::vector<int64_t>& out_shape, bool has_bias, bool has_residual) {
+    if (has_bias) bias = placeholder({out_shape[1], out_shape[4]}, DType::kFloat32, "bias");
+    if (has_residual) residual = placeholder(out_shape, DType::kFloat32, "residual");
+  }
+  // `first`, then the operands, then `out`: the kernel's arguments in the executor's order.
+  std::vector<Tensor> args(Tensor first, Tensor out) const {
+    std::vector<Tensor> a{std::move(first)};
+    if (bias) a.push_back(*bias);
+    if (residual) a.push_back(*residual);
+    a.push_back(std::move(out));
+    return a;
+  }
+  Tensor epilogue(const Tensor& x, Activation act) const {
+    return blocked_epilogue(x, bias ? &*bias : nullptr, residual ? &*residual : nullptr, act,
+                            "out");
+  }
+};
+
+}  // namespace
 
 TeKernel winograd_output_kernel(const std::vector<int64_t>& out_shape, bool has_bias,
                                 bool has_residual, Activation act) {
@@ -193,47 +193,49 @@ TeKernel winograd_output_kernel(const std::vector<int64_t>& out_shape, bool has_
   // kernel (ResNet-18's 14x14 layers); such an output is written padded and cropped by the
   // epilogue kernel.
   const bool padded = winograd_output_is_padded(out_shape);
-  std::vector<int64_t> shape = padded ? winograd_padded_output(out_shape) : out_shape;
-  EpilogueArgs epilogue(products, out_shape, has_bias && !padded, has_residual && !padded,
-                        padded ? Activation::kNone : act);
-  std::vector<Tensor> args = epilogue.args;
+  if (padded && (has_bias || has_residual || act != Activation::kNone))
+    throw_internal("a padded Winograd output takes its epilogue in winograd_crop_kernel");
   const int tiles_w = static_cast<int>(tw), m = static_cast<int>(kWinogradTile);
-  Tensor out = compute(
-      shape,
+  Tensor transform = compute(
+      padded ? winograd_padded_output(out_shape) : out_shape,
       [&](const std::vector<Var>& at) {
         Expr tile = (at[2] / m) * tiles_w + at[3] / m;
-        Expr v = by_value(at[2] % m, m, [&](int i) {
+        return by_value(at[2] % m, m, [&](int i) {
           return by_value(at[3] % m, m, [&](int j) {
             return combination(kAt[i], [&](int e) {
               return combination(kAt[j], [&](int n) { return products(e, n, tile, at[1], at[4]); });
             });
           });
         });
-        return epilogue.apply(v, at);
       },
-      "out", {"i0", "i1", "i2", "i3", "i4"});
-  args.push_back(out);
+      "transform",
+      padded ? std::vector<std::string>{"en", "ec", "ey", "ex", "eb"}
+             : std::vector<std::string>{"i0", "i1", "i2", "i3", "i4"});
   // One output tile at a time, its 16 pixels unrolled so that the selects fold; threads over
-  // channel blocks.
-  return finish_kernel("winograd_output", std::move(args),
-                       "split(i2, 4) ; split(i3, 4) ; reorder(i0, i1, i2.outer, i3.outer, "
-                       "i2.inner, i3.inner, i4) ; unroll(i2.inner) ; unroll(i3.inner) ; "
-                       "vectorize(i4) ; fuse(i0, i1) ; parallel(i0.i1.fused)",
-                       false);
+  // channel blocks. The loops are the epilogue's (ops::blocked_epilogue names them en..eb) once
+  // the transform is inlined into it, and the transform's own where it is written alone.
+  const std::string tiles =
+      "split(ey, 4) ; split(ex, 4) ; reorder(en, ec, ey.outer, ex.outer, ey.inner, ex.inner, eb) "
+      "; unroll(ey.inner) ; unroll(ex.inner) ; vectorize(eb) ; fuse(en, ec) ; "
+      "parallel(en.ec.fused)";
+  if (padded) return finish_kernel("winograd_output", {products, transform}, tiles, false);
+  EpilogueOperands operands(out_shape, has_bias, has_residual);
+  return finish_kernel("winograd_output",
+                       operands.args(products, operands.epilogue(transform, act)),
+                       "compute_inline(transform) ; " + tiles, false);
 }
 
 TeKernel winograd_crop_kernel(const std::vector<int64_t>& out_shape, bool has_bias,
                               bool has_residual, Activation act) {
   Tensor padded = placeholder(winograd_padded_output(out_shape), DType::kFloat32, "padded");
-  EpilogueArgs epilogue(padded, out_shape, has_bias, has_residual, act);
-  std::vector<Tensor> args = epilogue.args;
-  Tensor out = compute(out_shape,
-                       [&](const std::vector<Var>& at) {
-                         return epilogue.apply(padded(at[0], at[1], at[2], at[3], at[4]), at);
-                       },
-                       "out", {"i0", "i1", "i2", "i3", "i4"});
-  args.push_back(out);
-  return finish_kernel("winograd_crop", std::move(args), "vectorize(i4)");
+  Tensor crop =
+      compute(out_shape,
+              [&](const std::vector<Var>& at) { return padded(at[0], at[1], at[2], at[3], at[4]); },
+              "crop", {"i0", "i1", "i2", "i3", "i4"});
+  EpilogueOperands operands(out_shape, has_bias, has_residual);
+  return finish_kernel(
+      "winograd_crop", operands.args(padded, operands.epilogue(crop, act)),
+      "compute_inline(crop) ; vectorize(eb) ; fuse(en, ec) ; parallel(en.ec.fused)", false);
 }
 
 }  // namespace tessera::graph
