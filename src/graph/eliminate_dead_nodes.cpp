@@ -39,6 +39,8 @@ std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options) {
   log.push_back({"fold_constants", fold_constants(g)});
   log.push_back({"fold_batch_norm", fold_batch_norm(g)});
   log.push_back({"fuse_epilogues", fuse_epilogues(g)});
+  if (options.blocked_layout)
+    log.push_back({"pad_channels", pad_channels(g, target_isa().f32_lanes)});
   log.push_back({"eliminate_dead_nodes", eliminate_dead_nodes(g)});
   if (options.blocked_layout) {
     log.push_back({"choose_layouts", choose_layouts(g, channel_block(g, target_isa().f32_lanes))});

@@ -20,6 +20,13 @@ int fold_batch_norm(Graph& g);
 /// constant bounds, Add of a tensor that broadcasts to the output, such as a residual or a bias)
 /// join the producer's epilogue list, repeatedly, so the chain becomes one fused node.
 int fuse_epilogues(Graph& g);
+/// Values whose channel count is not a multiple of `lanes` (above 8), made by group-1 Convs with
+/// constant weights and read only by such Convs (as data, or as a residual of one whose output is
+/// padded too), get zero channels up to the next multiple: zero output channels on their
+/// producers (weights, bias, per-channel adds), zero input channels on their readers. The graph's
+/// outputs are unchanged; the point is one vector-wide channel block for the whole graph.
+/// Returns how many Convs changed.
+int pad_channels(Graph& g, int64_t lanes);
 /// Nodes none of whose outputs reach a graph output, and constants nothing reads, are removed.
 int eliminate_dead_nodes(Graph& g);
 
@@ -65,8 +72,9 @@ struct PassOptions {
   /// keeps every convolution direct.
   bool winograd = true;
 };
-/// fold_constants, fold_batch_norm, fuse_epilogues, eliminate_dead_nodes, choose_layouts,
-/// choose_conv_algorithms, in that order (the last two only with a blocked layout).
+/// fold_constants, fold_batch_norm, fuse_epilogues, pad_channels (to the ISA's lanes, when the
+/// layout is blocked), eliminate_dead_nodes, choose_layouts, choose_conv_algorithms, in that order
+/// (the last two only with a blocked layout).
 std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options = {});
 
 }  // namespace tessera::graph

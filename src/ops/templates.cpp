@@ -389,9 +389,13 @@ Knob epilogue_knob() {
   return choice_knob("epilogue", {"at_block", "separate"});
 }
 
-void place_epilogue(std::vector<ProgramStrategy>* steps, const std::string& label, bool threaded) {
+void place_epilogue(std::vector<ProgramStrategy>* steps, const std::string& stage,
+                    const std::string& label, bool threaded) {
   if (label == "at_block") {
     steps->push_back(reverse_compute_at("epilogue", "x.outer"));
+    // The epilogue then reads the block from the write cache: no intermediate output buffer,
+    // no init pass over it, no write and read back of the whole output.
+    steps->push_back(try_(fuse_write_back(stage)));
     steps->push_back(try_(vectorize("eb")));
     return;
   }
@@ -451,7 +455,8 @@ ConfigSpace conv2d_nchwc_space(const Workload& w) {
     steps.push_back(cache_write("conv", "x.outer"));
     // The cache starts from zero and writes each tile back whole: the init pass is dead.
     steps.push_back(try_(drop_init("conv")));
-    if (epilogue) place_epilogue(&steps, sp.label(c, "epilogue"), sp.value0(c, "parallel") != 0);
+    if (epilogue)
+      place_epilogue(&steps, "conv", sp.label(c, "epilogue"), sp.value0(c, "parallel") != 0);
     place_parallel_and_padding(&steps, first, second, sp.value0(c, "parallel"), sp.label(c, "pad"),
                                "c");
     return seq_all(steps);
@@ -544,7 +549,7 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
     steps.push_back(cache_write("dwconv", "x.outer"));
     steps.push_back(try_(drop_init("dwconv")));
     if (epilogue)
-      place_epilogue(&steps, sp.label(cfg, "epilogue"), sp.value0(cfg, "parallel") != 0);
+      place_epilogue(&steps, "dwconv", sp.label(cfg, "epilogue"), sp.value0(cfg, "parallel") != 0);
     place_parallel_and_padding(&steps, c + ".outer", "y.outer", sp.value0(cfg, "parallel"),
                                sp.label(cfg, "pad"), "pad.c");
     return seq_all(steps);

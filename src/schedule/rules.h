@@ -60,6 +60,11 @@ ProgramStrategy gather(const std::string& buffer, const std::vector<std::string>
 /// nothing reads the buffer and a later store provably writes every element — as a write cache
 /// started from the initial value does on write-back: the init pass would only be overwritten.
 ProgramStrategy drop_init(const std::string& stage);
+/// After cache_write(stage, L) and reverse_compute_at(epilogue, L): the epilogue reads each block
+/// from `<stage>.local` instead of `stage`, so the copy-back, `stage` itself and its init pass go
+/// (TVM gets this by computing the convolution at the epilogue's loop). Applies when the
+/// epilogue's reads provably stay inside the cached block and nothing else reads `stage`.
+ProgramStrategy fuse_write_back(const std::string& stage);
 /// Dimensions `dim` and `dim + 1` of `buffer` become one (TVM's transform_layout for this case):
 /// every access [.., a, b, ..] becomes [.., a * extent + b, ..]. Buffers are dense row-major, so
 /// the storage and every element's address stay the same; what changes is that indices of a fused

@@ -181,9 +181,10 @@ class Parser {
       expect(",");
       return gather(buffer, loop_list(at, 1, 16, head));
     }
-    if (head == "compute_inline" || head == "drop_init") {
+    if (head == "compute_inline" || head == "drop_init" || head == "fuse_write_back") {
       std::string stage = name();
       expect(")");
+      if (head == "fuse_write_back") return fuse_write_back(stage);
       return head == "drop_init" ? drop_init(stage) : compute_inline(stage);
     }
     if (head == "pack") {

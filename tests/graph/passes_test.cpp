@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "graph/executor.h"
 #include "graph/reference.h"
 #include "graph_builder.h"
 
@@ -211,6 +212,49 @@ TEST(GraphPasses, LayoutChoiceBlocksConvolutionChainsAndLeavesTheRest) {
   std::string y = b2.conv(b2.input({1, 8, 4, 4}), 8, 24, 1, 1, 0);
   Graph g2 = b2.finish(y);
   EXPECT_EQ(graph::channel_block(g2, 16), 8);
+}
+
+// MobileNet-v2's 24 channels on AVX-512: values flowing only between group-1 convolutions
+// (residuals included) get zero channels up to 32, so the graph keeps blocks of 16; the outputs
+// stay the same, through the reference path and through the executor's blocked kernels.
+TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
+  GraphBuilder b(13);
+  std::string x = b.input({1, 16, 8, 8});
+  std::string y1 = b.batch_norm(b.conv(x, 16, 24, 1, 1, 0, 1, false), 24);
+  std::string e = b.node("Relu", {b.conv(y1, 24, 48, 1, 1, 0)});
+  std::string y2 = b.node("Add", {b.conv(e, 48, 24, 1, 1, 0), y1});
+  std::string out = b.node("Add", {b.conv(y2, 24, 16, 3, 1, 1), b.random({1, 16, 1, 1})});
+  Graph g = b.finish(out);
+  graph::run_default_passes(g, {.blocked_layout = false});
+  HostTensor in = b.random_tensor({1, 16, 8, 8});
+  HostTensor before = run(g, in);
+  EXPECT_EQ(graph::channel_block(g, 16), 8);
+  EXPECT_EQ(graph::pad_channels(g, 8), 0) << "24 fills vectors of 8";
+  EXPECT_EQ(graph::pad_channels(g, 16), 4) << graph::print_graph(g);
+  EXPECT_EQ(g.shape(y1), (std::vector<int64_t>{1, 32, 8, 8}));
+  EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 16, 8, 8}));
+  EXPECT_EQ(graph::channel_block(g, 16), 16);
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+  EXPECT_EQ(graph::choose_layouts(g, 16), 4);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(in.data);
+  ex.run();
+  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
+
+  // A value some other node reads (a pool), or that leaves the graph, keeps its channels.
+  GraphBuilder b2(14);
+  std::string z = b2.conv(b2.input({1, 16, 8, 8}), 16, 24, 1, 1, 0);
+  std::string pooled = b2.node("GlobalAveragePool", {z});
+  Graph pool = b2.finish(b2.conv(pooled, 24, 16, 1, 1, 0));
+  graph::run_default_passes(pool, {.blocked_layout = false});
+  EXPECT_EQ(graph::pad_channels(pool, 16), 0);
+  Graph leaving = b2.finish(b2.conv(z, 24, 24, 1, 1, 0));
+  graph::run_default_passes(leaving, {.blocked_layout = false});
+  EXPECT_EQ(graph::pad_channels(leaving, 16), 2) << "z, read by a conv only, still pads";
+  EXPECT_EQ(g.shape(g.outputs[0])[1], 16);
+  EXPECT_EQ(leaving.shape(leaving.outputs[0])[1], 24);
 }
 
 }  // namespace

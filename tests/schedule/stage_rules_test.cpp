@@ -334,6 +334,45 @@ TEST(StageRules, DropInitRemovesAnInitPassThatIsOverwrittenEverywhere) {
   expect_refused(fused.program, "drop_init(relu)", "does more than set it to one constant");
 }
 
+// The epilogue computed at the cached loop reads each block from the write cache: the
+// intermediate buffer, its init pass and the copy-back go, whole tiles, partial ones and a
+// transposed cache alike; anything else still reading the buffer keeps it.
+TEST(StageRules, FuseWriteBackFeedsTheEpilogueFromTheWriteCache) {
+  const char* w = "conv2d_nchwc:N=1,C=16,H=4,W=8,O=32,K=1,S=1,P=0,CB=16,BIAS=1,ACT=1";
+  const std::string cached =
+      "split(oc, 2) ; split(x, 4) ; reorder(n, y, oc.outer, x.outer, ic, ry, rx, ib, x.inner, "
+      "oc.inner, ob) ; vectorize(ob) ; cache_write(conv, x.outer) ; "
+      "reverse_compute_at(epilogue, x.outer)";
+  OpInstance op = instantiate(parse_workload(w));
+  std::string text = print_program(apply_ok(op, cached + " ; fuse_write_back(conv)"));
+  EXPECT_EQ(text.find("alloc conv:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("conv["), std::string::npos) << text;
+  EXPECT_NE(text.find("max(conv.local[en, ec, ey, ex, eb] + bias["), std::string::npos) << text;
+  expect_correct_everywhere(w, cached + " ; fuse_write_back(conv) ; parallel(y)");
+  // A partial last tile of columns (7 = 4 + 3) and a residual.
+  expect_correct_everywhere(
+      "conv2d_nchwc:N=1,C=16,H=3,W=7,O=16,K=3,S=1,P=1,CB=16,BIAS=1,RES=1,ACT=2",
+      "split(x, 4) ; reorder(conv.n, oc, y, x.outer, ic, ry, rx, ib, x.inner, ob) ; "
+      "cache_write(conv, x.outer) ; reverse_compute_at(epilogue, x.outer) ; "
+      "fuse_write_back(conv) ; vectorize(eb)");
+  // Depthwise, its padding read in place.
+  expect_correct_everywhere(
+      "depthwise_conv2d_nchwc:N=1,C=32,H=6,W=6,K=3,S=2,P=1,CB=16,BIAS=1,ACT=2",
+      "split(x, 3) ; reorder(dwconv.n, dwconv.c, y, x.outer, ry, rx, x.inner, dwconv.b) ; "
+      "compute_inline(pad) ; cache_write(dwconv, x.outer) ; "
+      "reverse_compute_at(epilogue, x.outer) ; fuse_write_back(dwconv)");
+
+  const std::pair<std::string, std::string> refusals[] = {
+      {"fuse_write_back(nope)", "no buffer named nope"},
+      {"fuse_write_back(epilogue)", "epilogue is an argument"},
+      {"fuse_write_back(conv)", "no write cache conv.local"},
+      // The epilogue still runs as its own pass over the whole output.
+      {"split(x, 4) ; cache_write(conv, x.outer) ; fuse_write_back(conv)",
+       "no copy-back of the write cache is followed by a read of the buffer"},
+  };
+  for (const auto& [bad, message] : refusals) expect_refused(op.program, bad, message);
+}
+
 // rfactor turns a reduction loop into a dimension of partial results, which makes it
 // vectorizable: a row sum along the contiguous row.
 TEST(StageRules, RfactorSplitsAReductionIntoPartialResults) {
