@@ -5,8 +5,9 @@ Builds ResNet-18 (224x224), MobileNet-v2 (224x224, depthwise convolutions and Cl
 DQN (4x84x84) and a small MLP with the `onnx` package and seeded random weights, batch 1. For each
 thread count it times onnxruntime (CPU provider, all graph optimizations, intra_op_num_threads =
 the thread count, one inter-op thread) and the model compiled by `tessera compile -o model.so`
-and run by `tessera run-model model.so --json` on the same input, checks that the outputs agree,
-and prints the medians and their ratio as a Markdown table.
+and run by `tessera run-model model.so --json` on the same input, in alternating rounds (the
+median of each side's round medians is reported), checks that the outputs agree, and prints the
+medians and their ratio as a Markdown table.
 
 With `--trials N --db FILE` `tessera compile` first tunes every model (its distinct library
 operators as one task list) and builds the library from those records; the tuning seconds are
@@ -130,16 +131,13 @@ def median_ms(run, repeat, min_repeat_ms=20.0):
     return 1e3 * float(np.median(times))
 
 
-def ort_time(path, x, threads, repeat):
+def ort_session(path, threads):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-    feed = {sess.get_inputs()[0].name: x}
-    out = sess.run(None, feed)[0]
-    return out, median_ms(lambda: sess.run(None, feed), repeat)
+    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
 
 
 def cpu_line():
@@ -188,7 +186,9 @@ def main():
     p.add_argument("--tessera", default="build/tessera", help="the tessera binary")
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2])
-    p.add_argument("--repeat", type=int, default=10, help="timed repeats (median reported)")
+    p.add_argument("--repeat", type=int, default=10, help="timed repeats per round (median)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="alternating rounds of onnxruntime then tessera (median of the rounds)")
     p.add_argument("--trials", type=int, default=0,
                    help="tune each model with `tessera compile` first (needs --db)")
     p.add_argument("--db", help="records DB: tuned into with --trials, read by run-model")
@@ -219,8 +219,17 @@ def main():
         tune_s = compile_s if args.trials else None
         trials = report["trials"]
         for threads in args.threads:
-            expected, ort_ms = ort_time(path, x, threads, args.repeat)
-            report = tessera_run(args, lib, in_path, out_path, threads)
+            sess = ort_session(path, threads)
+            feed = {sess.get_inputs()[0].name: x}
+            expected = sess.run(None, feed)[0]
+            # Alternating rounds, so that a slow phase of a shared machine hits both sides.
+            ort_rounds, tessera_rounds = [], []
+            for _ in range(args.rounds):
+                ort_rounds.append(median_ms(lambda: sess.run(None, feed), args.repeat))
+                report = tessera_run(args, lib, in_path, out_path, threads)
+                tessera_rounds.append(report["ms_median"])
+            ort_ms = float(np.median(ort_rounds))
+            report["ms_median"] = float(np.median(tessera_rounds))
             got = np.load(out_path)
             err = float(np.max(np.abs(got - expected)) /
                         max(float(np.max(np.abs(expected))), 1e-30))
