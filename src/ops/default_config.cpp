@@ -229,6 +229,10 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
     // 14 -> 28 GFLOP/s, its stride-2 112x112x96 layer 12 -> 39, Zen 3, 2 threads).
     c.label("pad", "inline");
     c.label("epilogue", "at_block");
+    // Rows outside where the pointwise convolution before it put rows outside (its rows
+    // outnumber its tiles of two channel blocks, blocked_conv_defaults), so each thread reads
+    // what it wrote.
+    if (w.get("H") > w.get("C") / (2 * w.get_or("CB", 16))) c.label("order", "row_first");
     // A block's epilogue cannot run inside a fused parallel loop (see blocked_conv_defaults).
     if (threads > 1) c.label("parallel", c.has("epilogue") ? "outer" : "fused");
   } else if (op == "dense") {

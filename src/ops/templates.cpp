@@ -529,6 +529,9 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
   };
   bool epilogue = has_epilogue(w);
   if (epilogue) knobs.push_back(epilogue_knob());
+  // Which of channel blocks and rows the outer (parallel) loop takes: rows keep each thread on
+  // the rows the pointwise convolutions around it computed or will read.
+  knobs.push_back(choice_knob("order", {"c_first", "row_first"}));
   // The pad stage has loops n, c, h, w, b too: the convolution's own are named by stage there.
   std::string n = p > 0 ? "dwconv.n" : "n", c = p > 0 ? "dwconv.c" : "c",
               b = p > 0 ? "dwconv.b" : "b";
@@ -536,8 +539,11 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
     std::vector<ProgramStrategy> steps{split(c, sp.value(cfg, "tile_c")[1]),
                                        split("y", sp.value(cfg, "tile_oh")[1]),
                                        split("x", sp.value(cfg, "tile_ow")[1])};
-    steps.push_back(reorder({n, c + ".outer", "y.outer", "x.outer", "ry", "rx", c + ".inner",
-                             "y.inner", "x.inner", b}));
+    bool rows_first = sp.label(cfg, "order") == "row_first";
+    std::string first = rows_first ? "y.outer" : c + ".outer",
+                second = rows_first ? c + ".outer" : "y.outer";
+    steps.push_back(
+        reorder({n, first, second, "x.outer", "ry", "rx", c + ".inner", "y.inner", "x.inner", b}));
     steps.push_back(vectorize(b));
     steps.push_back(unroll("x.inner"));
     steps.push_back(unroll("y.inner"));
@@ -550,7 +556,7 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
     steps.push_back(try_(drop_init("dwconv")));
     if (epilogue)
       place_epilogue(&steps, "dwconv", sp.label(cfg, "epilogue"), sp.value0(cfg, "parallel") != 0);
-    place_parallel_and_padding(&steps, c + ".outer", "y.outer", sp.value0(cfg, "parallel"),
+    place_parallel_and_padding(&steps, first, second, sp.value0(cfg, "parallel"),
                                sp.label(cfg, "pad"), "pad.c");
     return seq_all(steps);
   };
