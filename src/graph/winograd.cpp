@@ -211,13 +211,15 @@ TeKernel winograd_output_kernel(const std::vector<int64_t>& out_shape, bool has_
       "transform",
       padded ? std::vector<std::string>{"en", "ec", "ey", "ex", "eb"}
              : std::vector<std::string>{"i0", "i1", "i2", "i3", "i4"});
-  // One output tile at a time, its 16 pixels unrolled so that the selects fold; threads over
-  // channel blocks. The loops are the epilogue's (ops::blocked_epilogue names them en..eb) once
-  // the transform is inlined into it, and the transform's own where it is written alone.
+  // One output tile at a time, its 16 pixels unrolled so that the selects fold; the channel
+  // blocks of a tile one after the other, so that each of the 36 planes of products is read as
+  // one sequential stream; threads over tiles. The loops are the epilogue's
+  // (ops::blocked_epilogue names them en..eb) once the transform is inlined into it, and the
+  // transform's own where it is written alone.
   const std::string tiles =
-      "split(ey, 4) ; split(ex, 4) ; reorder(en, ec, ey.outer, ex.outer, ey.inner, ex.inner, eb) "
-      "; unroll(ey.inner) ; unroll(ex.inner) ; vectorize(eb) ; fuse(en, ec) ; "
-      "parallel(en.ec.fused)";
+      "split(ey, 4) ; split(ex, 4) ; reorder(en, ey.outer, ex.outer, ec, ey.inner, ex.inner, eb) "
+      "; unroll(ey.inner) ; unroll(ex.inner) ; vectorize(eb) ; fuse(en, ey.outer) ; "
+      "fuse(en.ey.outer.fused, ex.outer) ; parallel(en.ey.outer.fused.ex.outer.fused)";
   if (padded) return finish_kernel("winograd_output", {products, transform}, tiles, false);
   EpilogueOperands operands(out_shape, has_bias, has_residual);
   return finish_kernel("winograd_output",
