@@ -275,8 +275,14 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
   return config;
 }
 
-int default_threads(double flops, int threads) {
-  return flops >= 2e6 ? threads : 1;
+int default_threads(const OpInstance& op, int threads) {
+  double bytes = 0;
+  for (const Tensor& t : op.args) {
+    double elements = 1;
+    for (int64_t d : t->shape) elements *= static_cast<double>(d);
+    bytes += 4 * elements;
+  }
+  return op.flops >= 2e6 || bytes >= (1 << 20) ? threads : 1;
 }
 
 }  // namespace tessera

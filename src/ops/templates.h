@@ -34,10 +34,11 @@ ConfigSpace elementwise_space(const Workload& w);
 /// loop gets them), serial for 1.
 Config default_config(const ConfigSpace& space, const Workload& w, int threads);
 
-/// The threads an untuned kernel of `flops` floating-point operations runs on: below 2 MFLOP
-/// one, since waking the others costs more than they save (a few microseconds each, far more
-/// when a core is busy elsewhere); `threads` otherwise.
-int default_threads(double flops, int threads);
+/// The threads an untuned kernel runs on: one below 2 MFLOP and 1 MB of operands, since waking
+/// the others costs more than they save (a few microseconds each, far more when a core is busy
+/// elsewhere); `threads` otherwise. The operands count for a kernel that streams more than it
+/// computes, as a batch-1 dense layer (the MLP's 784 x 512 layer reads 1.6 MB for 0.8 MFLOP).
+int default_threads(const OpInstance& op, int threads);
 
 /// The space of a workload's operator; throws tessera::Error when the op has none yet.
 ConfigSpace space_for(const Workload& w);

@@ -34,6 +34,8 @@ TuneSession::TuneSession(const std::string& workload_text, const TuneParams& par
       started_(now_s()) {
   OpInstance op = instantiate(workload_);
   flops_ = op.flops;
+  const int threads = measurer_.runner().params().threads;
+  default_threads_ = default_threads(op, threads > 0 ? threads : num_threads());
   space_ = std::make_unique<ConfigSpace>(space_for(workload_));
   tuner_ = make_tuner(*space_, op, params_, transfer ? &transfer_ : nullptr);
   result_.workload = workload_.text();
@@ -149,11 +151,9 @@ int TuneSession::step(int n) {
   std::optional<Config> seed;
   if (!default_tried_ && n > 0) {
     default_tried_ = true;
-    int threads = measurer_.runner().params().threads;
     try {
       // As the graph executor runs it untuned (small kernels on one thread).
-      Config c = default_config(*space_, workload_,
-                                default_threads(flops_, threads > 0 ? threads : num_threads()));
+      Config c = default_config(*space_, workload_, default_threads_);
       if (!tuner_->visited(c)) seed = c;
     } catch (const Error&) {
       // No default for this space: the tuner's own proposals only.

@@ -108,6 +108,7 @@ class TuneSession {
   std::unique_ptr<Tuner> tuner_;
   TransferModel* transfer_ = nullptr;
   double flops_ = 0;
+  int default_threads_ = 1;  // what the default configuration runs on, as the executor runs it
   double started_ = 0;
   bool default_tried_ = false;  // the default configuration went into the first batch
   TuneResult result_;
