@@ -50,15 +50,23 @@ TeKernel finish_kernel(std::string name, std::vector<Tensor> args, const std::st
   const Tensor& out = args.back();
   int64_t elements = 1;
   for (int64_t d : out->shape) elements *= d;
-  std::string strategy;
-  if (elements >= kParallelElements && out->shape.size() >= 2 && out->shape[0] == 1) {
-    strategy = "try(fuse(i0, i1) ; parallel(i0.i1.fused))";
-  } else if (elements >= kParallelElements) {
-    strategy = "try(parallel(i0))";
+  std::vector<std::string> strategies;  // the first that applies
+  const std::vector<int64_t>& shape = out->shape;
+  if (elements >= kParallelElements && shape.size() >= 3 && shape[0] * shape[1] < 8) {
+    // Too few images x channel blocks to share (the image's one block of 3 channels, the 4 blocks
+    // of a 64-channel value): the rows join the parallel loop.
+    strategies.push_back("fuse(i0, i1) ; fuse(i0.i1.fused, i2) ; parallel(i0.i1.fused.i2.fused)");
   }
-  if (!strategy.empty()) {
+  if (elements >= kParallelElements && shape.size() >= 2 && shape[0] == 1) {
+    strategies.push_back("fuse(i0, i1) ; parallel(i0.i1.fused)");
+  } else if (elements >= kParallelElements) {
+    strategies.push_back("parallel(i0)");
+  }
+  for (const std::string& strategy : strategies) {
     RewriteResult<Program> r = parse_strategy(strategy)(program);
-    if (r) program = r.program();
+    if (!r) continue;
+    program = r.program();
+    break;
   }
   return {std::move(name), std::move(args), std::move(program)};
 }
