@@ -248,9 +248,11 @@ TeKernel max_pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k
       },
       "out", axis_names(5));
   // The padding read in place (one test per vector, the block shares it), the window outside
-  // the block's lanes.
+  // the block's lanes and unrolled, each output vector accumulated in a register (through memory
+  // every tap waited on the store before it) and written once.
   std::string first = "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)";
   if (pad > 0) first += " ; compute_inline(pad)";
+  first += " ; cache_write(out, i3) ; unroll(rx) ; unroll(ry) ; try(drop_init(out))";
   return finish_kernel("max_pool_blocked", {in, out}, first);
 }
 
