@@ -14,23 +14,6 @@ namespace tessera {
 
 namespace {
 
-// Every store in `s`, to any buffer.
-int count_stores(const Stmt& s) {
-  class Counter : public StmtVisitor {
-   public:
-    int stores = 0;
-
-   protected:
-    void visit_(const StoreNode& n, const Stmt& self) override {
-      ++stores;
-      StmtVisitor::visit_(n, self);
-    }
-    using StmtVisitor::visit_;
-  } counter;
-  counter.visit(s);
-  return counter.stores;
-}
-
 void conjuncts(const Expr& e, std::vector<Expr>& out) {
   if (const auto* a = e.as<AndNode>()) {
     conjuncts(a->a, out);

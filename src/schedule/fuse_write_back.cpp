@@ -60,29 +60,14 @@ std::optional<CopyBack> read_copy_back(const Stmt& s, const Buffer& buffer, cons
   return out;
 }
 
-// Stores in `s`, and how many of them write `buffer` a constant.
-struct StoreCount {
-  int all = 0, constant_to_buffer = 0;
-};
-StoreCount count_stores(const Stmt& s, const Buffer& buffer) {
-  class Counter : public StmtVisitor {
-   public:
-    explicit Counter(const Buffer& b) : buffer_(b) {}
-    StoreCount count;
-
-   protected:
-    void visit_(const StoreNode& n, const Stmt& self) override {
-      ++count.all;
-      if (n.buffer == buffer_ && is_constant(n.value)) ++count.constant_to_buffer;
-      StmtVisitor::visit_(n, self);
-    }
-    using StmtVisitor::visit_;
-
-   private:
-    const Buffer& buffer_;
-  } counter(buffer);
-  counter.visit(s);
-  return counter.count;
+// True if every store in `s` (at least one) sets `buffer` to a constant: an init nest.
+bool only_sets_constants(const Stmt& s, const Buffer& buffer) {
+  BufferSites sites = buffer_sites(s, buffer);
+  if (sites.stores.empty() || count_stores(s) != static_cast<int>(sites.stores.size()))
+    return false;
+  for (const BufferSites::Store& st : sites.stores)
+    if (!is_constant(st.store->value)) return false;
+  return true;
 }
 
 // Rewrites the one sequence holding the copy-back of `local` into `buffer`, with the epilogue
@@ -172,8 +157,7 @@ class DropInits : public StmtMutator {
     std::vector<Stmt> kept;
     bool changed = false;
     for (const Stmt& s : n.stmts) {
-      StoreCount c = count_stores(s, buffer_);
-      if (c.all > 0 && c.all == c.constant_to_buffer) {
+      if (only_sets_constants(s, buffer_)) {
         changed = true;
         continue;
       }

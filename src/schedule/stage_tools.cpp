@@ -427,6 +427,22 @@ BufferSites buffer_sites(const Stmt& s, const Buffer& buffer) {
   return std::move(w.sites);
 }
 
+int count_stores(const Stmt& s) {
+  class Counter : public StmtVisitor {
+   public:
+    int stores = 0;
+
+   protected:
+    void visit_(const StoreNode& n, const Stmt& self) override {
+      ++stores;
+      StmtVisitor::visit_(n, self);
+    }
+    using StmtVisitor::visit_;
+  } counter;
+  counter.visit(s);
+  return counter.stores;
+}
+
 Stmt loop_statement(const Stmt& root, const ForNode* loop) {
   class Find : public StmtVisitor {
    public:

@@ -76,6 +76,8 @@ struct BufferSites {
   std::vector<Store> stores;
 };
 BufferSites buffer_sites(const Stmt& s, const Buffer& buffer);
+/// Every store in `s`, to any buffer.
+int count_stores(const Stmt& s);
 
 /// The statement (the For node as a Stmt) of `loop` inside `root`; undefined if it is not there.
 Stmt loop_statement(const Stmt& root, const ForNode* loop);
