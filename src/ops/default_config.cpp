@@ -156,20 +156,25 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   int64_t cb = w.get_or("CB", 16);
   int64_t registers_per_block = std::max<int64_t>(1, cb / isa.f32_lanes);
   // An image's few channels (one input block of C < CB) leave a short reduction per window tap,
-  // so each input value loaded feeds four blocks: 4 x 2 ran 84 GFLOP/s on ResNet's 7x7 first
-  // layer (1 x 8: 64, 2 x 6: 35) and 64 on the DQN's first (1 x 8 with a tail: 30), Zen 3, 2
-  // threads.
+  // so each input value loaded feeds several blocks, and the tile holds half the registers in
+  // accumulators: on AVX2 4 x 2 ran 84 GFLOP/s on ResNet's 7x7 first layer (1 x 8: 64, 2 x 6: 35)
+  // and 64 on the DQN's first (1 x 8 with a tail: 30), Zen 3, 2 threads; on AVX-512 4 x 4 ran
+  // 360 there (4 x 2: 300, 4 x 7 spilling: 170) and 2 x 8 on MobileNet-v2's 3x3 first layer 173
+  // (1 x 8: 141), Xeon, 2 threads. That tile's window loop stays rolled (unrolled, the 7x7
+  // layer's 4 x 4 ran 320); AVX2's 4 x 2 keeps it unrolled (rolled: 1.16 -> 1.28 ms under
+  // TESSERA_ISA=avx2 on the Xeon).
   bool few_channels = w.get("C") % cb != 0;
-  int64_t blocks = w.get("O") / cb % 2 == 0 ? 2 : 1;
-  if (few_channels) blocks = w.get("O") / cb % 4 == 0 ? 4 : 1;
+  int64_t out_blocks = w.get("O") / cb;
+  int64_t blocks = out_blocks % 2 == 0 ? 2 : 1;
+  if (few_channels) blocks = out_blocks % 4 == 0 ? 4 : blocks;
   c.value("tile_oc", {{blocks}, {1}});
   // Each column holds `blocks` accumulators; the weights of the blocks and one broadcast input
   // value take the rest. Past 8 columns AVX-512 gains nothing.
   int64_t per_column = blocks * registers_per_block;
   int64_t most = std::clamp<int64_t>((isa.vector_registers - per_column - 1) / per_column, 1, 8);
-  if (few_channels && blocks == 4) most = 2;
+  if (few_channels) most = std::max<int64_t>(1, isa.vector_registers / 2 / per_column);
   c.value("tile_ow", {{register_columns(out_extent(w, "W"), most)}, {most}, {1}});
-  c.label("unroll_kw", "on");
+  c.label("unroll_kw", few_channels && blocks * most * registers_per_block >= 16 ? "off" : "on");
   if (threads == 1) return;
   if (!c.has("epilogue")) return c.label("parallel", "fused");
   // The epilogue per finished block, while it is in L1 (103 against 81 GFLOP/s as a separate pass

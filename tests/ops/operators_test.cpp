@@ -174,9 +174,11 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
         "reverse_compute_at(epilogue, x.outer)", "parallel(y.outer)"}},
       {"conv2d_nchwc:N=1,C=512,H=7,W=7,O=512,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
        {"split(x, 7)", "parallel(oc.outer)"}},
-      // An image's three channels: each input value feeds four blocks of two columns.
+      // An image's three channels: each input value feeds four blocks, of as many columns as
+      // fill half the registers with accumulators (AVX2: 2, window unrolled; AVX-512: 4, rolled).
       {"conv2d_nchwc:N=1,C=3,H=224,W=224,O=64,K=7,S=2,P=3,CB=8,BIAS=1,ACT=1",
-       {"split(oc, 4)", "split(x, 2)"}},
+       {"split(oc, 4)", wide ? "split(x, 4)" : "split(x, 2)",
+        wide ? "unroll(y.inner) ; cache_write" : "unroll(rx)"}},
       {"conv2d_nchwc:N=1,C=32,H=20,W=20,O=64,K=4,S=2,P=0,CB=8", {"split(oc, 2)", "split(x, 3)"}},
   };
   for (const auto& [w, wanted] : models) {
