@@ -492,7 +492,7 @@ class Planner {
                  std::move(args));
   }
 
-  // Winograd F(4x4, 3x3) (graph/winograd.h): the input padded and transformed per tile, 36
+  // Winograd F(4x4, 3x3) (graph/winograd.h): the input transformed per tile (padded as read), 36
   // products over the channels by the library's batch_matmul (a tuning task of the model), and
   // the output transform with the convolution's epilogue writing the blocked result.
   void plan_winograd_conv(const Node& n, const Window2d& w, int64_t block, size_t x,
@@ -501,11 +501,8 @@ class Planner {
     std::vector<int64_t> in = blocked_shape(g_.shape(n.inputs[0]), block);
     auto [th, tw] = winograd_tiles(w.oh, w.ow);
     const int64_t rows = winograd_rows(th * tw), products = kWinogradAlpha * kWinogradAlpha;
-    TeKernel pad = winograd_pad_kernel(in);
-    size_t padded = new_array(pad.args.back()->shape);
-    te_step(pad, {x, padded});
     size_t transformed = new_array({products, rows, w.c});
-    te_step(winograd_input_kernel(in), {padded, transformed});
+    te_step(winograd_input_kernel(in), {x, transformed});
     size_t weights = constant_array(winograd_weights(g_.constants.at(n.inputs[1])));
     size_t product = new_array({products, rows, w.out_channels});
     library_step(

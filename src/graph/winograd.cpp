@@ -95,22 +95,6 @@ HostTensor winograd_weights(const HostTensor& oihw) {
   return u;
 }
 
-TeKernel winograd_pad_kernel(const std::vector<int64_t>& in_shape) {
-  auto [th, tw] = winograd_tiles(in_shape[2], in_shape[3]);
-  Tensor in = placeholder(in_shape, DType::kFloat32, "in");
-  const int h = static_cast<int>(in_shape[2]), w = static_cast<int>(in_shape[3]);
-  Tensor out = compute({in_shape[0], in_shape[1], kWinogradAlpha + kWinogradTile * (th - 1),
-                        kWinogradAlpha + kWinogradTile * (tw - 1), in_shape[4]},
-                       [&](const std::vector<Var>& at) {
-                         Expr inside = at[2] >= Expr(1) && at[2] < Expr(h + 1) &&
-                                       at[3] >= Expr(1) && at[3] < Expr(w + 1);
-                         return select(inside, in(at[0], at[1], at[2] - 1, at[3] - 1, at[4]),
-                                       make_float(0.0, DType::kFloat32));
-                       },
-                       "out", {"i0", "i1", "i2", "i3", "i4"});
-  return finish_kernel("winograd_pad", {in, out}, "vectorize(i4)");
-}
-
 int64_t winograd_rows(int64_t tiles) {
   return (tiles + kWinogradRowMultiple - 1) / kWinogradRowMultiple * kWinogradRowMultiple;
 }
@@ -119,9 +103,20 @@ TeKernel winograd_input_kernel(const std::vector<int64_t>& in_shape) {
   auto [th, tw] = winograd_tiles(in_shape[2], in_shape[3]);
   const int tiles = static_cast<int>(th * tw);
   const int64_t cb = in_shape[1], b = in_shape[4];
-  Tensor padded = placeholder({in_shape[0], cb, kWinogradAlpha + kWinogradTile * (th - 1),
-                               kWinogradAlpha + kWinogradTile * (tw - 1), b},
-                              DType::kFloat32, "padded");
+  const int h = static_cast<int>(in_shape[2]), w = static_cast<int>(in_shape[3]);
+  Tensor in = placeholder(in_shape, DType::kFloat32, "in");
+  // The input with the convolution's one pixel of zeros on top and left and as many as the last
+  // tiles need at the bottom and right; computed per tile and channel block below, a 6x6 block
+  // in L1, so no padded copy of the whole input goes through memory.
+  Tensor padded = compute({in_shape[0], cb, kWinogradAlpha + kWinogradTile * (th - 1),
+                           kWinogradAlpha + kWinogradTile * (tw - 1), b},
+                          [&](const std::vector<Var>& at) {
+                            Expr inside = at[2] >= Expr(1) && at[2] < Expr(h + 1) &&
+                                          at[3] >= Expr(1) && at[3] < Expr(w + 1);
+                            return select(inside, in(at[0], at[1], at[2] - 1, at[3] - 1, at[4]),
+                                          make_float(0.0, DType::kFloat32));
+                          },
+                          "padded", {"p0", "p1", "p2", "p3", "p4"});
   const int tiles_w = static_cast<int>(tw), m = static_cast<int>(kWinogradTile);
   Tensor out =
       compute({kWinogradAlpha, kWinogradAlpha, winograd_rows(th * tw), cb, b},
@@ -142,9 +137,9 @@ TeKernel winograd_input_kernel(const std::vector<int64_t>& in_shape) {
               },
               "out", {"i0", "i1", "i2", "i3", "i4"});
   // Threads over tiles; per tile and channel block the 36 results unrolled over one vector.
-  return finish_kernel("winograd_input", {padded, out},
+  return finish_kernel("winograd_input", {in, out},
                        "reorder(i2, i3, i0, i1, i4) ; unroll(i0) ; unroll(i1) ; vectorize(i4) ; "
-                       "parallel(i2)",
+                       "compute_at(padded, i3) ; parallel(i2)",
                        false);
 }
 

@@ -2,9 +2,9 @@
 /// Neural Networks") for a 3x3 stride-1 convolution over channel-blocked values: each 4x4 output
 /// tile is A^T [(G g G^T) . (B^T d B)] A of its 6x6 input tile d, so the 36 products of a tile
 /// become 36 independent matrix products over channels, 2.25 multiplies per output where the
-/// direct convolution makes 9. The graph runs it as four kernels: a padded copy, the input
-/// transform, the batched product (the library's tuned `batch_matmul`), and the output transform
-/// with the convolution's epilogue.
+/// direct convolution makes 9. The graph runs it as three kernels: the input transform (which
+/// pads each tile's window as it reads it), the batched product (the library's tuned
+/// `batch_matmul`), and the output transform with the convolution's epilogue.
 #pragma once
 
 #include <cstdint>
@@ -36,12 +36,9 @@ std::vector<int64_t> winograd_padded_output(const std::vector<int64_t>& blocked_
 /// product's right operand [36][C][O].
 HostTensor winograd_weights(const HostTensor& oihw);
 
-/// The blocked input [1][C/b][H][W][b] copied into [1][C/b][6 + 4(TH-1)][6 + 4(TW-1)][b] with the
-/// convolution's one pixel of zeros on top and left and as many as the last tiles need at the
-/// bottom and right, so the transform reads no bounds.
-TeKernel winograd_pad_kernel(const std::vector<int64_t>& blocked_in);
 /// V[e][n][p][c] = (B^T d_p B)[e][n] for every tile p and input channel c: the product's left
-/// operand [36][winograd_rows(P)][C] from the padded input.
+/// operand [36][winograd_rows(P)][C] from the blocked input [1][C/b][H][W][b], each tile's 6x6
+/// window padded with the convolution's zeros as it is read.
 TeKernel winograd_input_kernel(const std::vector<int64_t>& blocked_in);
 /// Y = A^T M_p A per tile from the products M [36][winograd_rows(P)][O], written as the blocked
 /// output [1][O/b][H][W][b] through the epilogue (+ bias [O/b][b], + a residual of the output's
