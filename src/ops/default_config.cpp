@@ -92,15 +92,14 @@ int64_t out_extent(const Workload& w, const std::string& key) {
 void gemm_defaults(Chooser& c, int64_t m, int64_t n, int threads) {
   const Isa& isa = target_isa();
   const int64_t lanes = isa.f32_lanes;
-  // Tiles of 8-12 accumulators: enough FMAs in flight to hide their latency on both ISAs.
-  c.value("tile",
-          {{6, 2, lanes},
-           {4, 2, lanes},
-           {4, 1, lanes},
-           {2, 2, lanes},
-           {1, 2, lanes},
-           {2, 1, lanes},
-           {1, 1, lanes}},
+  // Tiles of 8-12 accumulators: enough FMAs in flight to hide their latency on both ISAs; with
+  // AVX-512's 32 registers 24, so that each vector of B loaded feeds six FMAs and each broadcast
+  // of A four.
+  std::vector<std::vector<int64_t>> tiles{{6, 2, lanes}, {4, 2, lanes}, {4, 1, lanes},
+                                          {2, 2, lanes}, {1, 2, lanes}, {2, 1, lanes},
+                                          {1, 1, lanes}};
+  if (isa.vector_registers >= 32) tiles.insert(tiles.begin(), {6, 4, lanes});
+  c.value("tile", tiles,
           [&](const std::vector<int64_t>& t) { return t[0] <= m && t[1] * t[2] <= n; });
   c.value("tile_k", {{8}, {4}, {2}});
   c.label("cache", "write_cache");
