@@ -225,13 +225,20 @@ class Planner {
     OpInstance op = instantiate(w);
     KernelInfo info{key, "plain", "", 0};
     Program program = op.program;
-    if (db_ && !params_.skip_records.count(key)) {
-      if (std::optional<Record> best = db_->best(key, target_key_)) {
-        RewriteResult<Program> r = parse_strategy(best->result.strategy)(op.program);
+    auto chosen = params_.strategies.find(key);
+    if (chosen != params_.strategies.end() || (db_ && !params_.skip_records.count(key))) {
+      std::optional<std::string> strategy;
+      if (chosen != params_.strategies.end()) {
+        strategy = chosen->second;
+      } else if (std::optional<Record> best = db_->best(key, target_key_)) {
+        strategy = best->result.strategy;
+      }
+      if (strategy) {
+        RewriteResult<Program> r = parse_strategy(*strategy)(op.program);
         if (r) {
           program = r.program();
           info.schedule = "db";
-          info.strategy = best->result.strategy;
+          info.strategy = *strategy;
         }
       }
     }

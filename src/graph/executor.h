@@ -29,6 +29,9 @@ struct ExecutorParams {
   /// Workloads that run their default configuration although the DB has records for them (the
   /// compile command's in-model check found the default faster inside the model).
   std::set<std::string> skip_records;
+  /// Workloads that run this strategy instead of the DB's best (the compile command's in-model
+  /// choice among a workload's re-timed candidates).
+  std::map<std::string, std::string> strategies;
   int threads = 0;       // 0: OpenMP's default
   int compile_jobs = 0;  // parallel C compiler processes; 0: one per core
 };

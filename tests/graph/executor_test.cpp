@@ -12,6 +12,8 @@
 #include "graph/passes.h"
 #include "graph/reference.h"
 #include "graph_builder.h"
+#include "ops/templates.h"
+#include "ops/workload.h"
 #include "runtime/isa.h"
 
 namespace tessera {
@@ -154,6 +156,42 @@ TEST(GraphExecutor, WinogradConvolutionsMatchTheReference) {
     EXPECT_EQ(count_prefix(k, "conv2d_nchwc:"), 2) << size;
     EXPECT_EQ(count_prefix(k, "graph:winograd"), 0) << size;
   }
+}
+
+// A strategy given for a workload (the compile command's in-model choice among re-timed
+// candidates) is what its kernel runs, and the model still matches the reference.
+TEST(GraphExecutor, GivenStrategiesReplaceTheConfigurationAndStayCorrect) {
+  GraphBuilder b(21);
+  std::string x = b.input({1, 16, 8, 8});
+  Graph g = b.finish(b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)}));
+  HostTensor input = b.random_tensor(g.shape(g.inputs[0]));
+  graph::run_default_passes(g, {.winograd = false});
+  std::vector<graph::PlannedWorkload> planned = graph::Executor::library_workloads(g);
+  ASSERT_EQ(planned.size(), 1u);
+  const std::string& workload = planned[0].workload;
+  graph::ExecutorParams params;
+  params.threads = 2;
+  const std::string default_strategy = graph::Executor::compile(g, params).kernels()[0].strategy;
+  Workload w = parse_workload(workload);
+  ConfigSpace space = space_for(w);
+  std::string other;
+  for (uint64_t i = 0; i < space.size() && other.empty(); i += 7) {
+    ProgramStrategy s = space.instantiate(space.from_index(i));
+    if (s.text() != default_strategy && s(instantiate(w).program)) other = s.text();
+  }
+  ASSERT_FALSE(other.empty());
+  params.strategies[workload] = other;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  const graph::KernelInfo* kernel = nullptr;
+  for (const graph::KernelInfo& k : ex.kernels())
+    if (k.workload == workload) kernel = &k;
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->strategy, other);
+  EXPECT_EQ(kernel->schedule, "db");
+  ex.input(0).from_doubles(input.data);
+  ex.run();
+  HostTensor expected = graph::run_reference(g, {{g.inputs[0], input}}).at(0);
+  EXPECT_LT(testing::max_relative_error(ex.output(0), expected), 1e-4);
 }
 
 // Where a blocked value meets an operator that reads NCHW (Concat, Transpose), it is converted
