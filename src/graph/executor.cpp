@@ -199,6 +199,8 @@ class Planner {
     if (it != blocked_slots_.end()) return it->second;
     const std::vector<int64_t>& shape = g_.shape(value);
     size_t plain = slot(value);
+    // Blocks of one channel are NCHW's own bytes.
+    if (block == 1) return blocked_slots_[{value, block}] = plain;
     size_t out = blocked_slots_[{value, block}] = new_array(blocked_shape(shape, block));
     te_step(to_blocked_kernel(shape, block), {plain, out});
     return out;
@@ -456,7 +458,9 @@ class Planner {
   void plan_blocked_conv(const Node& n, int64_t block) {
     Window2d w = read_window(n, g_.shape(n.inputs[0]), &g_.shape(n.inputs[1]));
     bool depthwise = w.group > 1;
-    int64_t ib = depthwise || w.c % block == 0 ? block : w.c;
+    // Channels that fill no block (an image's three) are read as blocks of one: NCHW itself,
+    // with no conversion.
+    int64_t ib = depthwise || w.c % block == 0 ? block : 1;
     size_t x = blocked_slot(n.inputs[0], ib);
     const HostTensor& weights = g_.constants.at(n.inputs[1]);
     std::vector<double> bias(w.out_channels, 0.0);
@@ -491,11 +495,11 @@ class Planner {
     std::string epilogue =
         fmt::format(",BIAS={},RES={},ACT={}", has_bias ? 1 : 0, residual ? 1 : 0, act);
     std::string shape_keys = fmt::format("N={},C={},H={},W={}", w.n, w.c, w.h, w.w);
-    library_step(depthwise
-                     ? fmt::format("depthwise_conv2d_nchwc:{},K={},S={},P={},CB={}{}", shape_keys,
-                                   w.kh, w.sh, w.pt, block, epilogue)
-                     : fmt::format("conv2d_nchwc:{},O={},K={},S={},P={},D={},CB={}{}", shape_keys,
-                                   w.out_channels, w.kh, w.sh, w.pt, w.dh, block, epilogue),
+    library_step(depthwise ? fmt::format("depthwise_conv2d_nchwc:{},K={},S={},P={},CB={}{}",
+                                         shape_keys, w.kh, w.sh, w.pt, block, epilogue)
+                           : fmt::format("conv2d_nchwc:{},O={},K={},S={},P={},D={},CB={},IB={}{}",
+                                         shape_keys, w.out_channels, w.kh, w.sh, w.pt, w.dh, block,
+                                         ib == block ? 0 : ib, epilogue),
                  std::move(args));
   }
 

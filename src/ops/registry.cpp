@@ -132,8 +132,9 @@ int64_t nchwc_index(int64_t n, int64_t c, int64_t y, int64_t x, int64_t channels
   return (((n * (channels / cb) + c / cb) * h + y) * w + x) * cb + c % cb;
 }
 
-// conv2d_nchwc's blocks: output channels in blocks of CB, input channels too where CB divides C,
-// else one block of all C (a 3-channel image is [N][1][H][W][3]).
+// conv2d_nchwc's blocks: output channels in blocks of CB, input channels in blocks of IB where
+// given, else CB where it divides C, else one block of all C (a 3-channel image is
+// [N][1][H][W][3]; with IB=1 it is NCHW itself, [N][3][H][W][1]).
 struct BlockedConv {
   ConvShape s;
   int64_t ib, ob;
@@ -209,7 +210,10 @@ OpInstance build_conv2d_nchwc(const Workload& w) {
   if (b.ob <= 0 || s.o % b.ob != 0)
     throw_error("conv2d_nchwc: CB={} (channel block) must divide O={}", b.ob, s.o);
   EpilogueKeys e = epilogue_keys(w);
-  b.ib = s.c % b.ob == 0 ? b.ob : s.c;
+  b.ib = w.get_or("IB", 0);
+  if (b.ib < 0 || (b.ib > 0 && s.c % b.ib != 0))
+    throw_error("conv2d_nchwc: IB={} (input channel block) must divide C={}", b.ib, s.c);
+  if (b.ib == 0) b.ib = s.c % b.ob == 0 ? b.ob : s.c;
   Tensor data = placeholder({s.n, s.c / b.ib, s.h, s.w, b.ib}, DType::kFloat32, "data");
   Tensor weight =
       placeholder({s.o / b.ob, s.c / b.ib, s.k, s.k, b.ib, b.ob}, DType::kFloat32, "weight");
@@ -492,9 +496,10 @@ const std::vector<OpDef>& op_registry() {
        build_conv2d},
       {"conv2d_nchwc",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
-       {{"D", 1}, {"CB", 16}, {"BIAS", 0}, {"RES", 0}, {"ACT", 0}},
+       {{"D", 1}, {"CB", 16}, {"IB", 0}, {"BIAS", 0}, {"RES", 0}, {"ACT", 0}},
        "conv2d with channels in blocks of CB (TVM's NCHWc, oneDNN's nChw16c): data "
-       "[N][C/cb][H][W][cb] (cb = CB, or C where CB does not divide it), weights "
+       "[N][C/cb][H][W][cb] (cb = IB where given, else CB, or C where CB does not divide it), "
+       "weights "
        "[O/CB][C/cb][K][K][cb][CB], out [N][O/CB][OH][OW][CB]; epilogue as it writes: BIAS=1 + "
        "bias[O], RES=1 + a residual like out, ACT=1 relu, ACT=2 relu6",
        build_conv2d_nchwc},

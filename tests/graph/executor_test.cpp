@@ -89,7 +89,8 @@ int count_prefix(const std::vector<std::string>& v, const std::string& prefix) {
       v.begin(), v.end(), [&](const std::string& s) { return s.starts_with(prefix); }));
 }
 
-// A ResNet block and a MobileNet block in channel blocks: converted once at the input, every
+// A ResNet block and a MobileNet block in channel blocks: the first convolution reads the
+// image's three channels as NCHW (blocks of one, IB=1: no conversion at the input), every
 // epilogue (bias, residual, relu, relu6) inside its convolution, the pools reading blocks.
 TEST(GraphExecutor, BlockedLayoutKeepsConvolutionChainsInChannelBlocks) {
   GraphBuilder b(17);
@@ -109,7 +110,14 @@ TEST(GraphExecutor, BlockedLayoutKeepsConvolutionChainsInChannelBlocks) {
   graph::Executor ex;
   EXPECT_LT(executor_error(g, b, &ex), 1e-4);
   std::vector<std::string> k = workloads(ex);
-  EXPECT_EQ(count_prefix(k, "graph:to_blocked"), 1);
+  EXPECT_EQ(count_prefix(k, "graph:to_blocked"), 0);
+  EXPECT_EQ(count_prefix(k, "conv2d_nchwc:N=1,C=3,H=20,W=20,O=32,K=3,S=1,P=1,"), 1);
+  EXPECT_EQ(std::count_if(k.begin(), k.end(),
+                          [](const std::string& s) {
+                            return s.starts_with("conv2d_nchwc:N=1,C=3,") &&
+                                   s.find(",IB=1,") != std::string::npos;
+                          }),
+            1);
   EXPECT_EQ(count_prefix(k, "graph:from_blocked"), 0) << "the global pool reads blocks";
   EXPECT_EQ(count_prefix(k, "graph:max_pool_blocked"), 1);
   EXPECT_EQ(count_prefix(k, "conv2d:"), 0);
