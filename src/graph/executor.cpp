@@ -227,21 +227,19 @@ class Planner {
     OpInstance op = instantiate(w);
     KernelInfo info{key, "plain", "", 0};
     Program program = op.program;
-    auto chosen = params_.strategies.find(key);
-    if (chosen != params_.strategies.end() || (db_ && !params_.skip_records.count(key))) {
-      std::optional<std::string> strategy;
-      if (chosen != params_.strategies.end()) {
-        strategy = chosen->second;
-      } else if (std::optional<Record> best = db_->best(key, target_key_)) {
+    std::optional<std::string> strategy;
+    if (auto chosen = params_.strategies.find(key); chosen != params_.strategies.end()) {
+      strategy = chosen->second;
+    } else if (db_ && !params_.skip_records.count(key)) {
+      if (std::optional<Record> best = db_->best(key, target_key_))
         strategy = best->result.strategy;
-      }
-      if (strategy) {
-        RewriteResult<Program> r = parse_strategy(*strategy)(op.program);
-        if (r) {
-          program = r.program();
-          info.schedule = "db";
-          info.strategy = *strategy;
-        }
+    }
+    if (strategy) {
+      RewriteResult<Program> r = parse_strategy(*strategy)(op.program);
+      if (r) {
+        program = r.program();
+        info.schedule = "db";
+        info.strategy = *strategy;
       }
     }
     if (info.schedule == "plain") {

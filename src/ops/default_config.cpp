@@ -173,7 +173,7 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   int64_t most = std::clamp<int64_t>((isa.vector_registers - per_column - 1) / per_column, 1, 8);
   if (few_channels) most = std::max<int64_t>(1, isa.vector_registers / 2 / per_column);
   c.value("tile_ow", {{register_columns(out_extent(w, "W"), most)}, {most}, {1}});
-  c.label("unroll_kw", few_channels && blocks * most * registers_per_block >= 16 ? "off" : "on");
+  c.label("unroll_kw", few_channels && per_column * most >= 16 ? "off" : "on");
   if (threads == 1) return;
   if (!c.has("epilogue")) return c.label("parallel", "fused");
   // The epilogue per finished block, while it is in L1 (103 against 81 GFLOP/s as a separate pass
