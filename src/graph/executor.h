@@ -88,12 +88,13 @@ class Executor {
   const std::vector<KernelInfo>& kernels() const { return kernels_; }
   int steps() const { return static_cast<int>(steps_.size()); }
 
-  /// Bytes of intermediate values: every value its own buffer (as run() keeps them) and packed
-  /// by lifetime (as export_library() lays them out).
+  /// Bytes of intermediate values: every value its own buffer, and packed by lifetime into one
+  /// arena (as run() and export_library() lay them out).
   struct MemoryPlan {
     size_t separate_bytes = 0;
     size_t arena_bytes = 0;
     std::vector<size_t> offsets;  // per array: arena offset (intermediates and inputs)
+    std::vector<bool> in_arena;   // per array: placed in the arena (not a weight, and used)
   };
   MemoryPlan plan_memory() const;
 
@@ -111,7 +112,8 @@ class Executor {
     std::vector<void*> args;
   };
   friend class Planner;
-  std::vector<NDArray> arrays_;
+  std::vector<NDArray> arrays_;  // weights own their memory; every other used value views arena_
+  NDArray arena_;
   std::vector<bool> constant_;      // per array: a weight, read only
   std::vector<std::string> codes_;  // per kernel: its C source (entry kernel_entry(i))
   std::vector<std::string> input_names_, output_names_;

@@ -62,10 +62,12 @@ Executor::MemoryPlan Executor::plan_memory() const {
 
   MemoryPlan plan;
   plan.offsets.assign(arrays_.size(), 0);
+  plan.in_arena.assign(arrays_.size(), false);
   std::vector<size_t> order;
   for (size_t a = 0; a < arrays_.size(); ++a)
     if (!constant_[a] && last[a] >= 0) {
       order.push_back(a);
+      plan.in_arena[a] = true;
       plan.separate_bytes += align_up(arrays_[a].bytes());
     }
   // Largest first, each at the lowest offset free of every placed buffer it is alive with.

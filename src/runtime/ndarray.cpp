@@ -14,19 +14,36 @@
 namespace tessera {
 
 void NDArray::Free::operator()(void* p) const {
-  std::free(p);
+  if (owned) std::free(p);
 }
 
-NDArray NDArray::empty(std::vector<int64_t> shape, DType dtype) {
+namespace {
+
+size_t checked_elements(const std::vector<int64_t>& shape) {
   size_t n = 1;
   for (int64_t d : shape) {
     if (d <= 0) throw_error("NDArray dimension must be positive, got {}", d);
     n *= static_cast<size_t>(d);
   }
+  return n;
+}
+
+}  // namespace
+
+NDArray NDArray::view(void* data, std::vector<int64_t> shape, DType dtype) {
   NDArray a;
   a.dtype_ = dtype;
+  a.num_elements_ = checked_elements(shape);
   a.shape_ = std::move(shape);
-  a.num_elements_ = n;
+  a.data_ = std::unique_ptr<void, Free>(data, Free{false});
+  return a;
+}
+
+NDArray NDArray::empty(std::vector<int64_t> shape, DType dtype) {
+  NDArray a;
+  a.dtype_ = dtype;
+  a.num_elements_ = checked_elements(shape);
+  a.shape_ = std::move(shape);
   // aligned_alloc wants a size that is a multiple of the alignment (and non-zero).
   const size_t bytes = std::max<size_t>(64, (a.bytes() + 63) / 64 * 64);
   a.data_.reset(std::aligned_alloc(64, bytes));

@@ -11,12 +11,15 @@
 
 namespace tessera {
 
-/// An owned, 64-byte aligned, dense row-major array. Movable, not copyable (use copy()).
+/// A 64-byte aligned, dense row-major array, owned or a view of memory owned elsewhere. Movable,
+/// not copyable (use copy(), which owns).
 class NDArray {
  public:
   NDArray() = default;
   /// A zero-filled array.
   static NDArray empty(std::vector<int64_t> shape, DType dtype);
+  /// An array over `data`, which must outlive it and hold the shape's elements.
+  static NDArray view(void* data, std::vector<int64_t> shape, DType dtype);
 
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -47,6 +50,11 @@ class NDArray {
 
  private:
   struct Free {
+    // No default argument or member initializer: inside NDArray either would leave Free not
+    // default-constructible until NDArray is complete, and unique_ptr needs it to be.
+    Free() noexcept : owned(true) {}
+    explicit Free(bool owns) noexcept : owned(owns) {}
+    bool owned;
     void operator()(void* p) const;
   };
   DType dtype_ = DType::kFloat32;
