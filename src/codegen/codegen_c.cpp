@@ -124,6 +124,8 @@ bool has_invariant_store(const Stmt& s, const VarNode* v) {
     }
     case StmtKind::kAllocate:
       return has_invariant_store(s.as<AllocateNode>()->body, v);
+    case StmtKind::kPrefetch:
+      return false;
     case StmtKind::kSeq:
       for (const Stmt& c : s.as<SeqNode>()->stmts) {
         if (has_invariant_store(c, v)) return true;
@@ -314,6 +316,8 @@ void CEmitter::emit(const Stmt& s) {
       return;
     case StmtKind::kIfThenElse:
       return emit_if(*s.as<IfThenElseNode>());
+    case StmtKind::kPrefetch:
+      return emit_prefetch(*s.as<PrefetchNode>());
   }
 }
 
@@ -372,6 +376,13 @@ void CEmitter::emit_store(const StoreNode& n) {
   const std::string& name = buffer_name(n.buffer, /*for_store=*/true);
   line(fmt::format("{}[{}] = {};", name, print(flat_index(n.buffer, n.indices)).text,
                    print(n.value).text));
+}
+
+// Into L2 (locality 2: prefetcht1): the rule prefetches ahead by many iterations, further than
+// L1 holds.
+void CEmitter::emit_prefetch(const PrefetchNode& n) {
+  line(fmt::format("__builtin_prefetch(&{}[{}], 0, 2);", buffer_name(n.buffer, false),
+                   print(flat_index(n.buffer, n.indices)).text));
 }
 
 constexpr int64_t kMaxStackAllocationBytes = 16 * 1024;

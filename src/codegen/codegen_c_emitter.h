@@ -83,6 +83,7 @@ class CEmitter : private ExprFunctor<CExpr> {
   void emit_store(const StoreNode& n);
   void emit_allocate(const AllocateNode& n);
   void emit_if(const IfThenElseNode& n);
+  void emit_prefetch(const PrefetchNode& n);
   CExpr binary(const Expr& a, const Expr& b, const char* op, int prec, int left_min, int right_min);
   CExpr call(const std::string& fn, const Expr& a, const Expr& b);
 

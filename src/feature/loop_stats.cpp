@@ -97,6 +97,8 @@ class Walker {
       case StmtKind::kSeq:
         for (const Stmt& c : s.as<SeqNode>()->stmts) stmt(c);
         return;
+      case StmtKind::kPrefetch:  // no arithmetic and no data the kernel uses
+        return;
       case StmtKind::kIfThenElse: {
         const auto* n = s.as<IfThenElseNode>();
         // The guard is evaluated once per execution of the statements it encloses (guards sit

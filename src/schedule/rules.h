@@ -76,5 +76,10 @@ ProgramStrategy merge_dims(const std::string& buffer, int64_t dim);
 /// B.packed[N/f][K][f]; W[O][C][KH][KW] with dim 0 -> W.packed[O/f][C][KH][KW][f]); reads of
 /// the buffer become reads of the packed copy. A partial last block is zero-padded.
 ProgramStrategy pack(const std::string& buffer, int64_t dim, int64_t factor);
+/// TVM's prefetch: at the top of each iteration of `loop`, a cache hint for every line of
+/// `buffer` that the iteration `distance` later reads (unrolled inner loops at each of their
+/// values, other inner loops at their first). Values are unchanged; the loop must not be
+/// vectorized and must read the buffer, and is left with a sequence as its body (apply it last).
+ProgramStrategy prefetch(const std::string& buffer, const std::string& loop, int64_t distance);
 
 }  // namespace tessera

@@ -196,6 +196,15 @@ class Parser {
       expect(")");
       return pack(buffer, dim, factor);
     }
+    if (head == "prefetch") {
+      std::string buffer = name();
+      expect(",");
+      std::string loop = loop_ref();
+      expect(",");
+      int64_t distance = integer();
+      expect(")");
+      return prefetch(buffer, loop, distance);
+    }
     if (head == "merge_dims") {
       std::string buffer = name();
       expect(",");

@@ -23,6 +23,7 @@ std::vector<Stmt> children(const Stmt& s) {
       return {n->then_case};
     }
     case StmtKind::kStore:
+    case StmtKind::kPrefetch:
       return {};
   }
   return {};
@@ -41,6 +42,7 @@ Stmt rebuild(const Stmt& s, std::vector<Stmt> c) {
     case StmtKind::kIfThenElse:
       return make_if(s.as<IfThenElseNode>()->cond, c[0], c.size() > 1 ? c[1] : Stmt());
     case StmtKind::kStore:
+    case StmtKind::kPrefetch:
       break;
   }
   return s;

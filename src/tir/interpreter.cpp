@@ -68,6 +68,8 @@ class Interpreter {
       case StmtKind::kSeq:
         for (const Stmt& c : s.as<SeqNode>()->stmts) exec(c);
         return;
+      case StmtKind::kPrefetch:  // a cache hint: nothing to compute
+        return;
       case StmtKind::kIfThenElse: {
         const auto* n = s.as<IfThenElseNode>();
         if (eval(n->cond) != 0) {

@@ -25,8 +25,9 @@ struct Token {
 };
 
 constexpr std::string_view kKeywords[] = {
-    "program", "for", "in",  "parallel", "vectorized", "unrolled", "alloc", "if",      "else",
-    "select",  "min", "max", "true",     "false",      "bool",     "int32", "float32", "float64"};
+    "program", "for",   "in",      "parallel", "vectorized", "unrolled", "alloc",
+    "if",      "else",  "select",  "min",      "max",        "true",     "false",
+    "bool",    "int32", "float32", "float64",  "prefetch"};
 // Float specials read as number tokens so that `-inf` is a negative literal like `-3`.
 constexpr std::string_view kFloatWords[] = {"inf", "inff", "nan", "nanf"};
 // Longest first, so that `<=` is not read as `<` then `=`.
@@ -305,6 +306,7 @@ class Parser {
     if (t.kind == Tok::kKeyword) {
       if (t.text == "alloc") return parse_alloc();
       if (t.text == "if") return parse_if();
+      if (t.text == "prefetch") return parse_prefetch();
       for (ForKind k :
            {ForKind::kSerial, ForKind::kParallel, ForKind::kVectorized, ForKind::kUnrolled}) {
         if (t.text == (k == ForKind::kSerial ? "for" : for_kind_name(k))) return parse_for(k);
@@ -370,6 +372,14 @@ class Parser {
       else_case = parse_block();
     }
     return make_if(cond, then_case, else_case);
+  }
+
+  Stmt parse_prefetch() {
+    advance();
+    const Token& name = expect_ident("buffer name");
+    Buffer buffer = find_buffer(name);
+    std::vector<Expr> indices = parse_indices();
+    return checked(name, [&] { return make_prefetch(buffer, indices); });
   }
 
   Stmt parse_store() {

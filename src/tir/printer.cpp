@@ -151,6 +151,12 @@ class StmtPrinter : public StmtFunctor<void> {
     for (const Expr& i : n.indices) idx.push_back(print_expr(i));
     out_ += fmt::format("[{}] = {}\n", fmt::join(idx, ", "), print_expr(n.value));
   }
+  void visit_(const PrefetchNode& n, const Stmt&) override {
+    line_start();
+    std::vector<std::string> idx;
+    for (const Expr& i : n.indices) idx.push_back(print_expr(i));
+    out_ += fmt::format("prefetch {}[{}]\n", n.buffer->name, fmt::join(idx, ", "));
+  }
   void visit_(const AllocateNode& n, const Stmt&) override {
     line_start();
     out_ += "alloc " + print_buffer_decl(n.buffer);

@@ -92,6 +92,17 @@ Stmt make_if(Expr cond, Stmt then_case, Stmt else_case) {
                                                std::move(else_case)));
 }
 
+Stmt make_prefetch(Buffer buffer, std::vector<Expr> indices) {
+  if (!buffer) throw_internal("prefetch of a null buffer");
+  if (indices.size() != buffer->shape.size())
+    throw_error("buffer {} has {} dimensions but is prefetched with {} indices", buffer->name,
+                buffer->shape.size(), indices.size());
+  for (const Expr& i : indices)
+    if (!i.defined() || i.dtype() != DType::kInt32)
+      throw_error("index into {} must be int32", buffer->name);
+  return Stmt(std::make_shared<PrefetchNode>(std::move(buffer), std::move(indices)));
+}
+
 std::vector<Buffer> Program::args() const {
   std::vector<Buffer> all = inputs;
   all.insert(all.end(), outputs.begin(), outputs.end());

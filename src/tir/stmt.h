@@ -93,11 +93,22 @@ struct IfThenElseNode : StmtNode {
   Stmt else_case;  // may be undefined
 };
 
+/// A hint to bring the cache line holding buffer[indices] closer (the `prefetch` rule): no effect
+/// on values, and an index past the buffer's end is allowed (the hardware ignores it).
+struct PrefetchNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kPrefetch;
+  PrefetchNode(Buffer b, std::vector<Expr> idx)
+      : StmtNode(kKind), buffer(std::move(b)), indices(std::move(idx)) {}
+  Buffer buffer;
+  std::vector<Expr> indices;
+};
+
 Stmt make_for(Var var, Expr min, int64_t extent, ForKind kind, Stmt body);
 Stmt make_store(Buffer buffer, std::vector<Expr> indices, Expr value);
 Stmt make_allocate(Buffer buffer, Stmt body);
 /// A sequence; nested sequences are flattened and a single statement is returned as is.
 Stmt make_seq(std::vector<Stmt> stmts);
 Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = Stmt());
+Stmt make_prefetch(Buffer buffer, std::vector<Expr> indices);
 
 }  // namespace tessera

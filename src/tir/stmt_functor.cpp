@@ -21,6 +21,9 @@ void StmtVisitor::visit_(const IfThenElseNode& n, const Stmt&) {
   visit(n.then_case);
   if (n.else_case.defined()) visit(n.else_case);
 }
+void StmtVisitor::visit_(const PrefetchNode& n, const Stmt&) {
+  for (const Expr& i : n.indices) visit_expr(i);
+}
 
 Stmt StmtMutator::visit_(const ForNode& n, const Stmt& self) {
   Expr mn = mutate_expr(n.min);
@@ -58,6 +61,15 @@ Stmt StmtMutator::visit_(const IfThenElseNode& n, const Stmt& self) {
   Stmt e = n.else_case.defined() ? visit(n.else_case) : Stmt();
   if (c.same_as(n.cond) && t.same_as(n.then_case) && e.same_as(n.else_case)) return self;
   return make_if(c, t, e);
+}
+Stmt StmtMutator::visit_(const PrefetchNode& n, const Stmt& self) {
+  bool changed = false;
+  std::vector<Expr> idx;
+  for (const Expr& i : n.indices) {
+    idx.push_back(mutate_expr(i));
+    changed |= !idx.back().same_as(i);
+  }
+  return changed ? make_prefetch(n.buffer, std::move(idx)) : self;
 }
 
 namespace {
@@ -103,6 +115,11 @@ class BufferReplacer : public StmtMutator {
     Stmt s = StmtMutator::visit_(n, self);
     const auto* store = s.as<StoreNode>();
     return store->buffer == from_ ? make_store(to_, store->indices, store->value) : s;
+  }
+  Stmt visit_(const PrefetchNode& n, const Stmt& self) override {
+    Stmt s = StmtMutator::visit_(n, self);
+    const auto* p = s.as<PrefetchNode>();
+    return p->buffer == from_ ? make_prefetch(to_, p->indices) : s;
   }
   using StmtMutator::visit_;
 

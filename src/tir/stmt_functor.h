@@ -36,6 +36,7 @@ class StmtVisitor : public StmtFunctor<void> {
   void visit_(const AllocateNode& n, const Stmt& self) override;
   void visit_(const SeqNode& n, const Stmt& self) override;
   void visit_(const IfThenElseNode& n, const Stmt& self) override;
+  void visit_(const PrefetchNode& n, const Stmt& self) override;
 };
 
 /// Rebuilds statements; untouched subtrees stay shared (the same node is returned).
@@ -47,6 +48,7 @@ class StmtMutator : public StmtFunctor<Stmt> {
   Stmt visit_(const AllocateNode& n, const Stmt& self) override;
   Stmt visit_(const SeqNode& n, const Stmt& self) override;
   Stmt visit_(const IfThenElseNode& n, const Stmt& self) override;
+  Stmt visit_(const PrefetchNode& n, const Stmt& self) override;
 };
 
 /// Replaces variables everywhere in a statement.

@@ -143,6 +143,9 @@ class Comparer {
     return buffer_equal(a.buffer, b.buffer) && exprs(a.indices, b.indices) &&
            expr(a.value, b.value);
   }
+  bool equal_(const PrefetchNode& a, const PrefetchNode& b) {
+    return buffer_equal(a.buffer, b.buffer) && exprs(a.indices, b.indices);
+  }
   bool equal_(const AllocateNode& a, const AllocateNode& b) {
     return buffer_equal(a.buffer, b.buffer) && stmt(a.body, b.body);
   }
@@ -285,6 +288,10 @@ class Hasher {
     buffer(n.buffer);
     exprs(n.indices);
     expr(n.value);
+  }
+  void hash_(const PrefetchNode& n) {
+    buffer(n.buffer);
+    exprs(n.indices);
   }
   void hash_(const AllocateNode& n) {
     buffer(n.buffer);

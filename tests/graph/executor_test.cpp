@@ -192,6 +192,30 @@ TEST(GraphExecutor, ASecondRunOverValuesSharingMemorySeesNothingOfTheFirst) {
   }
 }
 
+// In a model a blocked convolution with a megabyte or more of weights prefetches them ahead
+// (they come from DRAM there, not from the cache they sit in when tuned); a small one does not.
+TEST(GraphExecutor, LargeConvolutionWeightsArePrefetchedInTheModel) {
+  GraphBuilder b(29);
+  std::string x = b.input({1, 16, 4, 4});
+  std::string h = b.node("Relu", {b.batch_norm(b.conv(x, 16, 256, 3, 1, 1), 256)});
+  h = b.node("Relu", {b.batch_norm(b.conv(h, 256, 256, 3, 1, 1), 256)});
+  Graph g = b.finish(h);
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-4);
+  int prefetched = 0, small = 0;
+  for (const graph::KernelInfo& k : ex.kernels()) {
+    if (!k.workload.starts_with("conv2d_nchwc:")) continue;
+    bool hinted = k.strategy.find("prefetch(weight, ib, ") != std::string::npos;
+    if (k.workload.find("C=256,") != std::string::npos) {
+      prefetched += hinted;
+    } else {
+      small += hinted;
+    }
+  }
+  EXPECT_EQ(prefetched, 1);
+  EXPECT_EQ(small, 0);
+}
+
 // A strategy given for a workload (the compile command's in-model choice among re-timed
 // candidates) is what its kernel runs, and the model still matches the reference.
 TEST(GraphExecutor, GivenStrategiesReplaceTheConfigurationAndStayCorrect) {

@@ -7,6 +7,7 @@
 #include "schedule/location.h"
 #include "schedule/strategy_parser.h"
 #include "test_util.h"
+#include "tir/parser.h"
 #include "tir/printer.h"
 
 namespace tessera {
@@ -444,6 +445,42 @@ TEST(StageRules, PackMovesTheBlockFirstAndTheLaneLastAndPadsPartialBlocks) {
   OpInstance conv = instantiate(parse_workload("conv2d:N=1,C=4,H=5,W=5,O=6,K=3,S=1,P=0"));
   text = print_program(apply_ok(conv, "pack(weight, 0, 4)"));
   EXPECT_NE(text.find("alloc weight.packed: float32[2, 4, 3, 3, 4]"), std::string::npos) << text;
+}
+
+// Each iteration of the loop hints the lines the iteration `distance` later reads: one per
+// value of an unrolled inner loop in the index (the register tile's output blocks), the vector
+// loop at its first lane; the values stay the reference's, and the kernel issues the hints.
+TEST(StageRules, PrefetchHintsTheLinesOfALaterIteration) {
+  const char* w = "conv2d_nchwc:N=1,C=32,H=6,W=6,O=32,K=3,S=1,P=1";
+  const std::string tiled =
+      "split(oc, 2) ; reorder(conv.n, oc.outer, y, x, ic, ry, rx, ib, oc.inner, ob) ; "
+      "vectorize(ob) ; "
+      "unroll(oc.inner)";
+  OpInstance op = instantiate(parse_workload(w));
+  Program p = apply_ok(op, tiled + " ; prefetch(weight, ib, 8)");
+  std::string text = print_program(p);
+  EXPECT_NE(text.find("prefetch weight[oc.outer*2, ic, ry, rx, ib + 8, 0]"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("prefetch weight[oc.outer*2 + 1, ic, ry, rx, ib + 8, 0]"), std::string::npos)
+      << text;
+  // Both hints sit at the top of ib's body, before the tile's loops.
+  EXPECT_LT(text.find("prefetch weight"), text.find("unrolled for oc.inner"));
+  EXPECT_EQ(text.find("prefetch weight", text.find("unrolled for oc.inner")), std::string::npos);
+  expect_correct_everywhere(w, tiled + " ; prefetch(weight, ib, 8) ; parallel(oc.outer)");
+  EvaluateParams params;
+  params.time = false;
+  Evaluation ev = evaluate(op, p, params);
+  EXPECT_NE(ev.code.find("__builtin_prefetch(&weight["), std::string::npos) << ev.code;
+  // The printed program reads back as the same program.
+  EXPECT_EQ(print_program(parse_program(text)), text);
+
+  expect_refused(p, "prefetch(weight, ib, 8)", "weight is prefetched in loop ib already");
+  expect_refused(op.program, "prefetch(weight, h, 8)", "loop h reads no buffer weight");
+  Program vectorized = apply_ok(op, tiled);
+  expect_refused(vectorized, "prefetch(weight, ob, 8)", "loop ob is vectorized");
+  expect_refused(vectorized, "prefetch(data, ib, 8)", "loop ib reads no buffer data");
+  expect_refused(vectorized, "prefetch(weight, ib, 0)", "the distance must be positive");
+  expect_refused(vectorized, "prefetch(weight, nothing, 8)", "prefetch(weight, nothing, 8)");
 }
 
 TEST(StageRules, RefusalsNameTheRuleAndTheReason) {
