@@ -268,6 +268,7 @@ int run_model(const RunModelArgs& args) {
       j["kernels"].push_back({{"workload", k.workload},
                               {"schedule", k.schedule},
                               {"strategy", k.strategy},
+                              {"in_model", k.in_model},
                               {"uses", k.uses}});
       if (args.profile) j["kernels"].back()["ms"] = kernel_ms[i];
     }

@@ -238,7 +238,7 @@ class Planner {
     if (it != kernel_index_.end()) return add_step(it->second, std::move(args));
     Workload w = parse_workload(key);
     OpInstance op = instantiate(w);
-    KernelInfo info{key, "plain", "", 0};
+    KernelInfo info{key, "plain", "", 0, ""};
     Program program = op.program;
     std::optional<std::string> strategy;
     if (auto chosen = params_.strategies.find(key); chosen != params_.strategies.end()) {
@@ -273,7 +273,7 @@ class Planner {
     if (std::optional<ProgramStrategy> in_model = in_model_strategy(w)) {
       if (RewriteResult<Program> r = (*in_model)(program)) {
         program = r.program();
-        info.strategy += " ; " + in_model->text();
+        info.in_model = in_model->text();
       }
     }
     add_kernel(key, std::move(info), codegen_c(program, entry_options()), std::move(args));
@@ -309,7 +309,8 @@ class Planner {
     if (it != kernel_index_.end()) return add_step(it->second, std::move(args));
     std::vector<std::string> shapes;
     for (const Tensor& t : k.args) shapes.push_back(shape_text(t->shape));
-    KernelInfo info{fmt::format("graph:{}({})", k.name, fmt::join(shapes, ", ")), "fixed", "", 0};
+    KernelInfo info{fmt::format("graph:{}({})", k.name, fmt::join(shapes, ", ")), "fixed", "", 0,
+                    ""};
     add_kernel(code, std::move(info), codegen_c(k.program, entry_options()), std::move(args));
   }
 

@@ -53,8 +53,10 @@ struct KernelInfo {
   /// records); "fixed": a graph te kernel with the graph layer's fixed schedule; "plain": the
   /// library operator's unscheduled loop nest (its default configuration did not apply).
   std::string schedule;
-  std::string strategy;
-  int uses = 0;  // how many steps run it
+  std::string strategy;  // the recorded or default strategy (what tuning chose)
+  int uses = 0;          // how many steps run it
+  /// Applied after `strategy` for the model's sake (weights prefetched); empty if none.
+  std::string in_model;
 };
 
 /// A library operator a node runs as: a tuning task of the model.

@@ -125,6 +125,7 @@ Executor::MemoryPlan Executor::export_library(const std::string& path,
     d["kernels"].push_back({{"workload", k.workload},
                             {"schedule", k.schedule},
                             {"strategy", k.strategy},
+                            {"in_model", k.in_model},
                             {"uses", k.uses}});
 
   std::vector<int> step_kernel, step_first_arg, arg_slot;

@@ -205,7 +205,8 @@ TEST(GraphExecutor, LargeConvolutionWeightsArePrefetchedInTheModel) {
   int prefetched = 0, small = 0;
   for (const graph::KernelInfo& k : ex.kernels()) {
     if (!k.workload.starts_with("conv2d_nchwc:")) continue;
-    bool hinted = k.strategy.find("prefetch(weight, ib, ") != std::string::npos;
+    bool hinted = k.in_model.starts_with("prefetch(weight, ib, ");
+    EXPECT_EQ(k.strategy.find("prefetch"), std::string::npos) << k.strategy;
     if (k.workload.find("C=256,") != std::string::npos) {
       prefetched += hinted;
     } else {
