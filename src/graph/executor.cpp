@@ -156,7 +156,7 @@ class Planner {
             fmt::format("kernel {} does not compile: {}", ex_.kernels_[i].workload, errors[i]));
     // Values share one arena where their lifetimes do not overlap, as in the exported library:
     // a model then touches a few MB of activations instead of one buffer per value, and keeps
-    // its weights in cache (ResNet-18: 31 MB of separate buffers; 11.2 -> 10.3 ms, Xeon).
+    // its weights in cache (ResNet-18: 31.9 MB of separate buffers; 11.2 -> 10.7 ms, Xeon).
     Executor::MemoryPlan memory = ex_.plan_memory();
     ex_.arena_ = NDArray::empty({static_cast<int64_t>(std::max<size_t>(memory.arena_bytes, 4) / 4)},
                                 DType::kFloat32);

@@ -3,11 +3,10 @@
 // prefetcher follows too closely (a layer's weights on their way from DRAM) arrives in time.
 #include <fmt/format.h>
 
-#include <map>
-
 #include "schedule/location.h"
 #include "schedule/loop_tools.h"
 #include "schedule/rules.h"
+#include "schedule/stage_tools.h"
 #include "te/expr_functor.h"
 #include "tir/stmt_functor.h"
 #include "tir/structural_equal.h"
@@ -20,51 +19,31 @@ namespace {
 // misses they hide.
 constexpr size_t kMaxPrefetches = 16;
 
-// The loops inside the target loop and every read of the buffer below them.
-class ReadFinder : public StmtVisitor {
- public:
-  explicit ReadFinder(const std::string& buffer) : buffer_(buffer) {}
-  std::map<const VarNode*, const ForNode*> loops;
-  std::vector<const LoadNode*> reads;
-  bool prefetched = false;
-
- protected:
-  class Loads : public ExprVisitor {
+bool prefetches(const Stmt& s, const Buffer& buffer) {
+  class Finder : public StmtVisitor {
    public:
-    explicit Loads(ReadFinder& f) : f_(f) {}
+    explicit Finder(const Buffer& b) : buffer_(b) {}
+    bool found = false;
 
    protected:
-    using ExprVisitor::visit_;
-    void visit_(const LoadNode& n, const Expr& self) override {
-      if (n.buffer->name == f_.buffer_) f_.reads.push_back(&n);
-      ExprVisitor::visit_(n, self);
+    using StmtVisitor::visit_;
+    void visit_(const PrefetchNode& n, const Stmt& self) override {
+      found |= n.buffer == buffer_;
+      StmtVisitor::visit_(n, self);
     }
 
    private:
-    ReadFinder& f_;
+    const Buffer& buffer_;
   };
-
-  void visit_expr(const Expr& e) override {
-    Loads l(*this);
-    l.visit(e);
-  }
-  void visit_(const ForNode& n, const Stmt& self) override {
-    loops[n.var.get()] = &n;
-    StmtVisitor::visit_(n, self);
-  }
-  void visit_(const PrefetchNode& n, const Stmt& self) override {
-    prefetched |= n.buffer->name == buffer_;
-    StmtVisitor::visit_(n, self);
-  }
-  using StmtVisitor::visit_;
-
- private:
-  std::string buffer_;
-};
+  Finder f(buffer);
+  f.visit(s);
+  return f.found;
+}
 
 // The index lists one iteration reads: unrolled inner loops (a register tile's rows) at each of
-// their values, every other inner loop at its first iteration (a vector is one line).
-std::vector<std::vector<Expr>> iteration_reads(const ReadFinder& f) {
+// their values, every other inner loop at its first iteration (a vector is one line). Innermost
+// loops first, so that a start naming an outer one is substituted in turn.
+std::vector<std::vector<Expr>> iteration_reads(const BufferSites& sites) {
   std::vector<std::vector<Expr>> out;
   auto add = [&out](std::vector<Expr> idx) {
     for (const auto& seen : out) {
@@ -74,11 +53,13 @@ std::vector<std::vector<Expr>> iteration_reads(const ReadFinder& f) {
     }
     out.push_back(std::move(idx));
   };
-  for (const LoadNode* read : f.reads) {
-    std::vector<std::vector<Expr>> variants{read->indices};
-    for (const auto& [var, loop] : f.loops) {
+  for (const BufferSites::Load& read : sites.loads) {
+    std::vector<std::vector<Expr>> variants{read.load->indices};
+    for (auto it = read.loops.rbegin(); it != read.loops.rend(); ++it) {
+      const ForNode* loop = *it;
+      const VarNode* var = loop->var.get();
       bool used = false;
-      for (const Expr& i : read->indices) used |= uses_var(i, var);
+      for (const Expr& i : variants.front()) used |= uses_var(i, var);
       if (!used) continue;
       bool enumerate = loop->for_kind == ForKind::kUnrolled &&
                        variants.size() * static_cast<size_t>(loop->extent) <= kMaxPrefetches;
@@ -92,12 +73,6 @@ std::vector<std::vector<Expr>> iteration_reads(const ReadFinder& f) {
         }
       variants = std::move(next);
     }
-    // A loop's start may name an enclosing inner loop, which a later round then resolves.
-    for (size_t round = 0; round < f.loops.size(); ++round)
-      for (auto& v : variants)
-        for (Expr& i : v)
-          for (const auto& [var, loop] : f.loops)
-            if (uses_var(i, var)) i = substitute(i, {{var, loop->min}});
     for (auto& v : variants) add(std::move(v));
   }
   return out;
@@ -118,11 +93,12 @@ ProgramStrategy prefetch(const std::string& buffer, const std::string& loop_ref,
           const ForNode& n = *site.loop;
           if (n.for_kind == ForKind::kVectorized)
             return fmt::format("loop {} is vectorized: its lanes read one line", loop);
-          ReadFinder f(buffer);
-          f.visit(n.body);
-          if (f.prefetched) return fmt::format("{} is prefetched in loop {} already", buffer, loop);
-          if (f.reads.empty()) return fmt::format("loop {} reads no buffer {}", loop, buffer);
-          std::vector<std::vector<Expr>> reads = iteration_reads(f);
+          Buffer b = find_buffer(p, buffer);
+          BufferSites sites = b ? buffer_sites(n.body, b) : BufferSites{};
+          if (b && prefetches(n.body, b))
+            return fmt::format("{} is prefetched in loop {} already", buffer, loop);
+          if (sites.loads.empty()) return fmt::format("loop {} reads no buffer {}", loop, buffer);
+          std::vector<std::vector<Expr>> reads = iteration_reads(sites);
           if (reads.size() > kMaxPrefetches)
             return fmt::format("an iteration of loop {} reads {} at {} places (at most {})", loop,
                                buffer, reads.size(), kMaxPrefetches);
@@ -131,7 +107,7 @@ ProgramStrategy prefetch(const std::string& buffer, const std::string& loop_ref,
           for (const auto& idx : reads) {
             std::vector<Expr> shifted;
             for (const Expr& i : idx) shifted.push_back(substitute(i, {{n.var.get(), ahead}}));
-            body.push_back(make_prefetch(f.reads.front()->buffer, std::move(shifted)));
+            body.push_back(make_prefetch(b, std::move(shifted)));
           }
           body.push_back(n.body);
           return make_for(n.var, n.min, n.extent, n.for_kind, make_seq(std::move(body)));

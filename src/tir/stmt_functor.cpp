@@ -31,13 +31,17 @@ Stmt StmtMutator::visit_(const ForNode& n, const Stmt& self) {
   if (mn.same_as(n.min) && body.same_as(n.body)) return self;
   return make_for(n.var, mn, n.extent, n.for_kind, body);
 }
+std::vector<Expr> StmtMutator::mutate_indices(const std::vector<Expr>& indices, bool* changed) {
+  std::vector<Expr> idx;
+  for (const Expr& i : indices) {
+    idx.push_back(mutate_expr(i));
+    *changed |= !idx.back().same_as(i);
+  }
+  return idx;
+}
 Stmt StmtMutator::visit_(const StoreNode& n, const Stmt& self) {
   bool changed = false;
-  std::vector<Expr> idx;
-  for (const Expr& i : n.indices) {
-    idx.push_back(mutate_expr(i));
-    changed |= !idx.back().same_as(i);
-  }
+  std::vector<Expr> idx = mutate_indices(n.indices, &changed);
   Expr v = mutate_expr(n.value);
   if (!changed && v.same_as(n.value)) return self;
   return make_store(n.buffer, std::move(idx), v);
@@ -64,11 +68,7 @@ Stmt StmtMutator::visit_(const IfThenElseNode& n, const Stmt& self) {
 }
 Stmt StmtMutator::visit_(const PrefetchNode& n, const Stmt& self) {
   bool changed = false;
-  std::vector<Expr> idx;
-  for (const Expr& i : n.indices) {
-    idx.push_back(mutate_expr(i));
-    changed |= !idx.back().same_as(i);
-  }
+  std::vector<Expr> idx = mutate_indices(n.indices, &changed);
   return changed ? make_prefetch(n.buffer, std::move(idx)) : self;
 }
 

@@ -43,6 +43,8 @@ class StmtVisitor : public StmtFunctor<void> {
 class StmtMutator : public StmtFunctor<Stmt> {
  protected:
   virtual Expr mutate_expr(const Expr& e) { return e; }
+  /// mutate_expr of each index; sets *changed if any came back different.
+  std::vector<Expr> mutate_indices(const std::vector<Expr>& indices, bool* changed);
   Stmt visit_(const ForNode& n, const Stmt& self) override;
   Stmt visit_(const StoreNode& n, const Stmt& self) override;
   Stmt visit_(const AllocateNode& n, const Stmt& self) override;
