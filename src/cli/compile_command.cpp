@@ -15,6 +15,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "measure/target.h"
+#include "runtime/output_file.h"
 #include "te/error.h"
 
 namespace tessera {
@@ -157,7 +158,8 @@ int write_library(const graph::Graph& g, const CompileArgs& args) {
         "configuration{}, {} graph te; intermediates {:.1f} MB packed into {:.1f} MB)\n",
         args.output, ex.kernels().size(), ex.steps(), tuned, defaults, why, fixed,
         memory.separate_bytes / 1e6, memory.arena_bytes / 1e6);
-    std::cerr << fmt::format("compile: run it with: tessera run-model {}\n", args.output);
+    std::cerr << fmt::format("compile: run it with: tessera run-model {}{}\n",
+                             args.output.find('/') == std::string::npos ? "./" : "", args.output);
   } catch (const graph::KernelBuildError& e) {
     std::cerr << "tessera: error: " << e.what() << "\n";
     return 1;
@@ -173,6 +175,9 @@ int compile_command(const CompileArgs& args) {
   size_t distinct = 0;
   graph::Graph g;
   try {
+    // Refused before any tuning is spent on a library that could not be written.
+    if (!args.output.empty())
+      check_output_path(args.output, FileKind::kSharedLibrary, {args.model, args.tune.db});
     g = graph::import_onnx(args.model);
     graph::run_default_passes(
         g, {.blocked_layout = args.layout == "nchwc", .winograd = args.conv_algorithm == "auto"});

@@ -15,6 +15,7 @@
 #include "db/record_db.h"
 #include "measure/measure.h"
 #include "ops/workload.h"
+#include "runtime/output_file.h"
 #include "schedule/strategy_parser.h"
 #include "te/error.h"
 
@@ -86,7 +87,7 @@ std::shared_ptr<DbCommands> add_db_commands(CLI::App& app) {
   db->require_subcommand(1);
   const std::string db_help = fmt::format(
       "Records database (SQLite; default: {} in the current directory)", kDefaultDbPath);
-  auto add_db = [&](CLI::App* cmd) { cmd->add_option("--db", c->db, db_help); };
+  auto add_db = [&](CLI::App* cmd) { cmd->add_option("--db", c->db, db_help)->check(db_path()); };
 
   c->list = db->add_subcommand("list", "List records, most recent first");
   add_db(c->list);
@@ -121,7 +122,7 @@ std::shared_ptr<DbCommands> add_db_commands(CLI::App& app) {
   m->add_option("workload", c->workload, "op:key=value,..., e.g. matmul:M=256,N=256,K=256")
       ->required();
   m->add_option("--strategy,-s", c->strategy, "Strategy text (default: id)");
-  m->add_option("--db", c->db, db_help);
+  m->add_option("--db", c->db, db_help)->check(db_path());
   m->add_flag("--no-db", c->no_db, "Do not record the result");
   RunParams& run = c->params.run;
   m->add_option("--repeat", run.timing.repeat, "Timed repeats (default 5)")
@@ -225,17 +226,12 @@ int export_command(const DbCommands& c) {
     export_jsonl(db, std::cout);
     return 0;
   }
-  // Write a sibling file and rename it: an interrupted export never leaves half a file.
-  const std::string tmp = c.file + ".tmp";
   size_t n = 0;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return fail(kExitFailure, "cannot write " + tmp);
-    n = export_jsonl(db, out);
-  }
-  if (std::rename(tmp.c_str(), c.file.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return fail(kExitFailure, "cannot write " + c.file);
+  try {
+    check_output_path(c.file, FileKind::kJsonl, {c.db});
+    write_file_atomically(c.file, [&](std::ostream& out) { n = export_jsonl(db, out); });
+  } catch (const Error& e) {
+    return fail(kExitBadInput, e.what());
   }
   std::cerr << fmt::format("exported {} records to {}\n", n, c.file);
   return 0;

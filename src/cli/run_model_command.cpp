@@ -15,6 +15,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/reference.h"
+#include "runtime/output_file.h"
 #include "runtime/timer.h"
 #include "te/error.h"
 
@@ -131,7 +132,9 @@ int run_library(const RunModelArgs& args) {
   std::optional<CompiledModel> model;
   try {
     if (args.threads < 0) throw_error("--threads must be positive");
-    model.emplace(CompiledModel::load(args.model));
+    // A bare name would send dlopen to the loader's search path, not to the file named.
+    model.emplace(CompiledModel::load(args.model.find('/') == std::string::npos ? "./" + args.model
+                                                                                : args.model));
     if (model->num_inputs() != 1)
       throw_error("{}: the model has {} inputs (run-model feeds one)", args.model,
                   model->num_inputs());
@@ -193,6 +196,14 @@ int run_library(const RunModelArgs& args) {
 }
 
 int run_model(const RunModelArgs& args) {
+  if (!args.output.empty()) {
+    try {
+      check_output_path(args.output, FileKind::kNpy, {args.model, args.input, args.db});
+    } catch (const Error& e) {
+      std::cerr << "tessera: error: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+  }
   if (is_shared_object(args.model)) return run_library(args);
   graph::Graph g;
   std::vector<graph::PassLog> log;

@@ -178,7 +178,7 @@ void add_tune_all_options(CLI::App* app, TuneAllArgs& a, bool allow_zero_trials)
          "Rest a task after this many trials without a better best, until every task rests "
          "(0: never)")
       ->check(non_negative_number());
-  app->add_option("--db", a.db, "Records DB (SQLite; created on first use)");
+  app->add_option("--db", a.db, "Records DB (SQLite; created on first use)")->check(db_path());
   app->add_option("--threads,-t", a.threads,
                   "Threads of the measured kernels (0, the default: all cores)")
       ->check(thread_count());

@@ -315,7 +315,7 @@ TuneCommands add_tune_commands(CLI::App& app) {
   c.tune->add_option("--batch", t.params.batch_size, "Measurements between model updates")
       ->check(positive_number());
   add_retime_options(c.tune, t.params);
-  c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)");
+  c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)")->check(db_path());
   c.tune
       ->add_option("--threads,-t", t.threads,
                    "Threads of the measured kernels (0, the default: all cores)")
@@ -327,7 +327,7 @@ TuneCommands add_tune_commands(CLI::App& app) {
   c.bench = app.add_subcommand(
       "bench", "Measure the best recorded configuration against OpenBLAS and oneDNN");
   c.bench->add_option("workload", b.workload, "op:key=value,...")->required();
-  c.bench->add_option("--db", b.db, "Records DB");
+  c.bench->add_option("--db", b.db, "Records DB")->check(db_path());
   c.bench->add_option("--threads,-t", b.threads, "Threads (0, the default: all cores)")
       ->check(thread_count());
   c.bench->add_option("--repeat", b.repeat, "Timed repeats (median reported)")

@@ -32,6 +32,17 @@ CLI::Validator thread_count() {
   return at_least(0, true, "THREADS", "0 (all cores) or more");
 }
 
+CLI::Validator db_path() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        // SQLite takes these as a temporary or in-memory database: every record would be lost.
+        if (text.empty() || text == ":memory:" || text.starts_with("file:"))
+          return "'" + text + "' names no file: every record would be lost";
+        return "";
+      },
+      "FILE");
+}
+
 void add_layout_option(CLI::App* app, std::string& layout) {
   app->add_option("--layout", layout,
                   "nchwc (default): convolutions and what lies between them in channel blocks of "

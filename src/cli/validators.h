@@ -14,6 +14,9 @@ CLI::Validator non_negative_number();
 /// A thread count: 0 (all cores, OpenMP's default) or more.
 CLI::Validator thread_count();
 
+/// A records DB path that keeps what is written: not empty, not SQLite's `:memory:` or a URI.
+CLI::Validator db_path();
+
 /// `--layout nchwc|nchw` of the model commands: channel blocks between convolutions (the
 /// default) or the model's own NCHW everywhere, for comparisons.
 void add_layout_option(CLI::App* app, std::string& layout);

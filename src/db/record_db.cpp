@@ -169,6 +169,9 @@ std::string Record::key() const {
 }
 
 RecordDb RecordDb::open(const std::string& path, Mode mode) {
+  // SQLite reads these as a temporary or in-memory database: tuning into one keeps nothing.
+  if (path.empty() || path == ":memory:" || path.starts_with("file:"))
+    throw_error("records database path '{}' names no file: every record would be lost", path);
   std::error_code ec;
   if (fs::exists(path, ec)) {
     verify_existing(path);

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/output_file.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -109,19 +110,18 @@ void write_npy(const std::string& path, const HostTensor& t) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw_error("cannot write {}", path);
-  out.write(kMagic, 6);
-  out.put(1);
-  out.put(0);
-  out.put(static_cast<char>(header.size() & 0xff));
-  out.put(static_cast<char>(header.size() >> 8));
-  out << header;
-  for (double d : t.data) {
-    auto v = static_cast<float>(d);
-    out.write(reinterpret_cast<const char*>(&v), 4);
-  }
-  if (!out) throw_error("cannot write {}", path);
+  write_file_atomically(path, [&](std::ostream& out) {
+    out.write(kMagic, 6);
+    out.put(1);
+    out.put(0);
+    out.put(static_cast<char>(header.size() & 0xff));
+    out.put(static_cast<char>(header.size() >> 8));
+    out << header;
+    for (double d : t.data) {
+      auto v = static_cast<float>(d);
+      out.write(reinterpret_cast<const char*>(&v), 4);
+    }
+  });
 }
 
 }  // namespace tessera::graph
