@@ -31,6 +31,7 @@ const char* const kReservedNames[] = {
     "main",    "NULL",    "NAN",      "INFINITY", "HUGE_VAL", "RAND_MAX", "int32_t",
     "int64_t", "uint8_t", "uint32_t", "uint64_t", "size_t",   "errno",    "exp",
     "expf",    "log",     "logf",     "sqrt",     "sqrtf",    "tanh",     "tanhf",
+    "erf",     "erff",
 };
 
 // Static helpers the generated code may call; only the used ones are emitted.
@@ -562,6 +563,8 @@ std::string CEmitter::math_function(Intrinsic f, DType t) {
       return f32 ? "tanhf" : "tanh";
     case Intrinsic::kSigmoid:
       return helper(f32 ? "tsr_sigmoid_f32" : "tsr_sigmoid_f64");
+    case Intrinsic::kErf:
+      return f32 ? "erff" : "erf";
   }
   throw_internal("codegen: unknown intrinsic");
 }

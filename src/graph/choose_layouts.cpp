@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "graph/op_attrs.h"
+#include "graph/op_table.h"
 #include "graph/passes.h"
 #include "te/error.h"
 
@@ -102,15 +103,20 @@ int choose_layouts(Graph& g, int64_t block) {
       ++changed;
       continue;
     }
-    bool elementwise = n.op == "Relu" || n.op == "Add" || n.op == "Clip" || n.op == "Mul";
+    const OpDef* row = find_op(n.op);
+    bool elementwise = n.op == "Relu" || n.op == "Add" || n.op == "Clip" || n.op == "Mul" ||
+                       (row && row->lowering == Lowering::kElementwise);
     if (!elementwise) continue;
     bool operands_fit = true;
     size_t operands = n.op == "Clip" ? 1 : n.inputs.size();
     for (size_t i = 0; i < operands; ++i) {
       const std::string& v = n.inputs[i];
-      if (g.shape(v) == out) continue;
-      operands_fit = operands_fit && g.is_constant(v) &&
-                     (is_per_channel(g.shape(v), out[1]) || num_elements(g.shape(v)) == 1);
+      if (v.empty() || g.shape(v) == out) continue;
+      // Per-channel operands: constants, or (one image) a computed [1][C][1][1] such as a
+      // squeeze-excite scale, whose memory is the same in either layout.
+      bool per_channel = is_per_channel(g.shape(v), out[1]) && (g.is_constant(v) || out[0] == 1);
+      operands_fit =
+          operands_fit && (per_channel || (g.is_constant(v) && num_elements(g.shape(v)) == 1));
     }
     if (n.op == "Clip") {
       try {

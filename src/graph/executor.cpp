@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "codegen/codegen_c.h"
 #include "db/record_db.h"
 #include "graph/kernels.h"
 #include "graph/op_attrs.h"
+#include "graph/op_table.h"
 #include "graph/passes.h"
 #include "graph/winograd.h"
 #include "measure/target.h"
@@ -331,19 +333,19 @@ class Planner {
     std::vector<size_t> args{src};
     std::vector<ElementwiseStep> steps;
     for (auto& [s, sh] : extra) {
-      steps.push_back({ElementwiseStep::Kind::kAdd, static_cast<int>(args.size()), 0, 0});
+      steps.push_back({ElementwiseStep::Kind::kAdd, static_cast<int>(args.size()), 0, 0, {}, {}});
       args.push_back(s);
       in_shapes.push_back(sh);
     }
     for (const Epilogue& e : n.epilogue) {
       if (e.kind == Epilogue::Kind::kAdd) {
-        steps.push_back({ElementwiseStep::Kind::kAdd, static_cast<int>(args.size()), 0, 0});
+        steps.push_back({ElementwiseStep::Kind::kAdd, static_cast<int>(args.size()), 0, 0, {}, {}});
         args.push_back(slot(n.inputs[e.input]));
         in_shapes.push_back(g_.shape(n.inputs[e.input]));
       } else if (e.kind == Epilogue::Kind::kRelu) {
-        steps.push_back({ElementwiseStep::Kind::kRelu, -1, 0, 0});
+        steps.push_back({ElementwiseStep::Kind::kRelu, -1, 0, 0, {}, {}});
       } else {
-        steps.push_back({ElementwiseStep::Kind::kClip, -1, e.lo, e.hi});
+        steps.push_back({ElementwiseStep::Kind::kClip, -1, e.lo, e.hi, {}, {}});
       }
     }
     args.push_back(output_slot(n));
@@ -456,12 +458,11 @@ class Planner {
   void plan_pool(const Node& n) {
     Window2d w = read_window(n, g_.shape(n.inputs[0]), nullptr);
     bool is_max = n.op == "MaxPool";
+    // The library's pooling takes one K, one stride, equal pads smaller than K and (average)
+    // pads counted in the mean; any other window runs as the generic te kernel.
     if (!w.is_square_symmetric() || w.dh != 1 || w.pt >= w.kh ||
         (!is_max && w.pt > 0 && !w.count_include_pad))
-      throw_error(
-          "{}: kernel {}x{}, strides {}x{}, pads {},{},{},{}: tessera's pooling takes one K, one "
-          "stride, equal pads smaller than K on all sides (average: counted in the mean)",
-          n.where(), w.kh, w.kw, w.sh, w.sw, w.pt, w.pl, w.pb, w.pr);
+      return te_step(pool2d_kernel(w, is_max), {slot(n.inputs[0]), output_slot(n)});
     library_step(
         fmt::format("{}:N={},C={},H={},W={},K={},S={},P={}", is_max ? "max_pool2d" : "avg_pool2d",
                     w.n, w.c, w.h, w.w, w.kh, w.sh, w.pt),
@@ -582,23 +583,25 @@ class Planner {
     if (n.op == "GlobalAveragePool")
       return te_step(global_avg_pool_kernel(blocked_shape(in, block)),
                      {blocked_slot(n.inputs[0], block), output_slot(n)});
-    // Relu, Clip, Add, Mul: full-shape operands blocked, per-channel constants as [1][C/b][1][1][b]
-    // (the same memory as [C]), scalars as they are.
+    // Elementwise: full-shape operands blocked, per-channel values as [1][C/b][1][1][b] (the
+    // same memory as [C]: a constant, or a squeeze-excite scale of one image), scalars as they
+    // are.
     const std::vector<int64_t>& out = g_.shape(n.outputs[0]);
     std::vector<int64_t> out_blocked = blocked_shape(out, block);
     std::vector<std::vector<int64_t>> shapes;
     std::vector<size_t> args;
-    size_t operands = n.op == "Add" || n.op == "Mul" ? 2 : 1;
-    for (size_t i = 0; i < operands; ++i) {
-      const std::string& v = n.inputs[i];
+    for (const std::string& v : elementwise_operands(n)) {
       if (g_.shape(v) == out) {
         shapes.push_back(out_blocked);
         args.push_back(blocked_slot(v, block));
-      } else if (is_per_channel(g_.shape(v), out[1])) {
+      } else if (is_per_channel(g_.shape(v), out[1]) && g_.is_constant(v)) {
         HostTensor t = g_.constants.at(v);
         t.shape = {1, out[1] / block, 1, 1, block};
         shapes.push_back(t.shape);
         args.push_back(constant_array(t));
+      } else if (is_per_channel(g_.shape(v), out[1])) {
+        shapes.push_back({1, out[1] / block, 1, 1, block});
+        args.push_back(slot(v));
       } else {
         shapes.push_back(g_.shape(v));
         args.push_back(slot(v));
@@ -608,27 +611,65 @@ class Planner {
     te_step(elementwise_kernel(out_blocked, shapes, {elementwise_step(n)}), std::move(args));
   }
 
-  // The one elementwise step of an Add, Mul (of input 1), Relu or Clip node.
+  // The inputs an elementwise node's kernel reads: Clip's bounds are folded into it.
+  static std::vector<std::string> elementwise_operands(const Node& n) {
+    if (n.op == "Clip" || n.op == "Relu") return {n.inputs[0]};
+    std::vector<std::string> operands;
+    for (const std::string& v : n.inputs)
+      if (!v.empty()) operands.push_back(v);
+    return operands;
+  }
+
+  // The one elementwise step of a node: Add, Mul (of input 1), Relu, Clip, or an elementwise row
+  // of the operator table (of inputs 1..).
   ElementwiseStep elementwise_step(const Node& n) const {
-    if (n.op == "Add") return {ElementwiseStep::Kind::kAdd, 1, 0, 0};
-    if (n.op == "Mul") return {ElementwiseStep::Kind::kMul, 1, 0, 0};
-    if (n.op == "Relu") return {ElementwiseStep::Kind::kRelu, -1, 0, 0};
+    if (const OpDef* row = find_op(n.op); row && row->lowering == Lowering::kElementwise) {
+      std::vector<int> inputs(elementwise_operands(n).size() - 1);
+      std::iota(inputs.begin(), inputs.end(), 1);
+      return scalar_step(n, g_, std::move(inputs));
+    }
+    if (n.op == "Add") return {ElementwiseStep::Kind::kAdd, 1, 0, 0, {}, {}};
+    if (n.op == "Mul") return {ElementwiseStep::Kind::kMul, 1, 0, 0, {}, {}};
+    if (n.op == "Relu") return {ElementwiseStep::Kind::kRelu, -1, 0, 0, {}, {}};
     auto [lo, hi] = clip_bounds(n, g_);
-    return {ElementwiseStep::Kind::kClip, -1, lo, hi};
+    return {ElementwiseStep::Kind::kClip, -1, lo, hi, {}, {}};
   }
 
   void plan_node(const Node& n) {
     const std::string& op = n.op;
     const std::vector<int64_t>& out_shape = g_.shape(n.outputs[0]);
+    const OpDef* row = find_op(op);
+    if (!row) throw_error("{}: unsupported operator", n.where());
+    // Folded at import (shape arithmetic): its readers take the constant.
+    if (g_.is_constant(n.outputs[0]) && !g_.is_output(n.outputs[0])) return;
     if (int64_t block = n.attr_int(kBlockAttr, 0); block > 0) return plan_blocked(n, block);
+    switch (row->lowering) {
+      case Lowering::kView:
+        slots_[n.outputs[0]] = slot(n.inputs[0]);  // a view: same data, another shape
+        return;
+      case Lowering::kElementwise:
+        return plan_elementwise(n, {elementwise_step(n)}, elementwise_operands(n));
+      case Lowering::kKernel: {
+        std::vector<size_t> args;
+        if (row->kernel_inputs.empty()) {
+          for (const std::string& v : n.inputs)
+            if (!v.empty()) args.push_back(slot(v));
+        } else {
+          for (int i : row->kernel_inputs) args.push_back(slot(n.inputs.at(i)));
+        }
+        args.push_back(output_slot(n));
+        return te_step(row->kernel(n, g_), std::move(args));
+      }
+      case Lowering::kFolded:
+        throw_error("{}: its inputs are not constant (dynamic shapes are not supported)",
+                    n.where());
+      case Lowering::kPlanner:
+        break;
+    }
     if (op == "Conv") return plan_conv(n);
     if (op == "Gemm") return plan_gemm(n);
     if (op == "MatMul") return plan_matmul(n);
     if (op == "MaxPool" || op == "AveragePool") return plan_pool(n);
-    if (op == "Reshape" || op == "Flatten" || op == "Identity" || op == "Dropout") {
-      slots_[n.outputs[0]] = slot(n.inputs[0]);  // a view: same data, another shape
-      return;
-    }
     if (op == "GlobalAveragePool")
       return te_step(global_avg_pool_kernel(g_.shape(n.inputs[0])),
                      {slot(n.inputs[0]), output_slot(n)});
@@ -662,8 +703,7 @@ class Planner {
       int64_t inner = 1;
       for (int64_t d = axis + 1; d < rank; ++d) inner *= out_shape[d];
       if (g_.opset >= 13 && inner != 1)
-        throw_error("{}: softmax along axis {} of {} is not the last dimension (not supported)",
-                    n.where(), axis, shape_text(out_shape));
+        return te_step(softmax_kernel(out_shape, axis, false), {slot(n.inputs[0]), output_slot(n)});
       int64_t len = out_shape[axis] * inner;
       return library_step(fmt::format("softmax:M={},N={}", num_elements(out_shape) / len, len),
                           {slot(n.inputs[0]), output_slot(n)});
@@ -705,8 +745,8 @@ class Planner {
       t.data[i] =
           g_.constants.at(n.inputs[2]).data[i] - g_.constants.at(n.inputs[3]).data[i] * s.data[i];
     }
-    std::vector<ElementwiseStep> steps{{ElementwiseStep::Kind::kMul, 1, 0, 0},
-                                       {ElementwiseStep::Kind::kAdd, 2, 0, 0}};
+    std::vector<ElementwiseStep> steps{{ElementwiseStep::Kind::kMul, 1, 0, 0, {}, {}},
+                                       {ElementwiseStep::Kind::kAdd, 2, 0, 0, {}, {}}};
     std::vector<size_t> args{slot(n.inputs[0]), constant_array(s), constant_array(t),
                              output_slot(n)};
     te_step(elementwise_kernel(x, {x, param_shape, param_shape}, steps), std::move(args));

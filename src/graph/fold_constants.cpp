@@ -7,6 +7,11 @@ int fold_constants(Graph& g) {
   int folded = 0;
   std::vector<Node> kept;
   for (const Node& n : g.nodes) {
+    // Shape arithmetic import already evaluated (infer_shapes): the node is done.
+    if (g.is_constant(n.outputs[0]) && !g.is_output(n.outputs[0])) {
+      ++folded;
+      continue;
+    }
     bool all_constant = !n.inputs.empty();
     for (const std::string& v : n.inputs)
       all_constant = all_constant && (v.empty() || g.is_constant(v));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "graph/op_table.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -143,10 +144,11 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a,
 }
 
 const std::vector<std::string>& supported_ops() {
-  static const std::vector<std::string> ops{
-      "Conv",        "BatchNormalization", "Relu",     "Clip",    "Add",  "Mul",    "MaxPool",
-      "AveragePool", "GlobalAveragePool",  "Flatten",  "Reshape", "Gemm", "MatMul", "Softmax",
-      "Concat",      "Transpose",          "Identity", "Dropout"};
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> names;
+    for (const OpDef& d : op_table()) names.push_back(d.name);
+    return names;
+  }();
   return ops;
 }
 

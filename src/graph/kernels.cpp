@@ -133,6 +133,12 @@ TeKernel elementwise_kernel(const std::vector<int64_t>& full_out_shape,
               if (std::isfinite(s.lo)) v = max(v, make_float(s.lo, DType::kFloat32));
               if (std::isfinite(s.hi)) v = min(v, make_float(s.hi, DType::kFloat32));
               break;
+            case ElementwiseStep::Kind::kScalar: {
+              std::vector<Expr> operands{v};
+              for (int i : s.inputs) operands.push_back(args.at(i)(broadcast_at(at, inputs[i])));
+              v = s.scalar(operands);
+              break;
+            }
           }
         }
         return v;

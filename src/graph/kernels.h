@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,13 @@ TeKernel finish_kernel(std::string name, std::vector<Tensor> args, const std::st
 
 /// One step of an elementwise chain; the chain starts from input 0.
 struct ElementwiseStep {
-  enum class Kind { kAdd, kMul, kRelu, kClip };
+  enum class Kind { kAdd, kMul, kRelu, kClip, kScalar };
   Kind kind = Kind::kRelu;
   int input = -1;  // kAdd, kMul: which input (broadcast to the output shape)
   double lo = 0, hi = 0;
+  /// kScalar: an operator table row's function of the value so far and `inputs` (graph/op_table.h)
+  std::function<Expr(const std::vector<Expr>&)> scalar;
+  std::vector<int> inputs;
 };
 
 /// out = steps applied to inputs[0]; every input broadcasts (numpy rules) to `out_shape`.

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "graph/op_table.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -76,10 +78,37 @@ AttrValue read_attribute(const Node& n, const onnx::AttributeProto& a) {
       return std::vector<int64_t>(a.ints().begin(), a.ints().end());
     case onnx::AttributeProto::FLOATS:
       return std::vector<double>(a.floats().begin(), a.floats().end());
+    case onnx::AttributeProto::TENSOR:  // ConstantOfShape's value: its elements
+      return read_tensor(a.t()).data;
     default:
       throw_error("{}: attribute {} has type {} (not supported)", n.where(), a.name(),
                   onnx::AttributeProto::AttributeType_Name(a.type()));
   }
+}
+
+// Split becomes one Slice per output, each knowing its part (`tessera.split`: index, count);
+// the shape rule of Slice turns the sizes into bounds once the input's shape is known.
+void split_into_slices(const Node& split, std::vector<Node>& nodes) {
+  const auto count = static_cast<int64_t>(split.outputs.size());
+  for (int64_t i = 0; i < count; ++i) {
+    if (split.outputs[i].empty()) continue;
+    Node part = split;
+    part.op = "Slice";
+    part.name = fmt::format("{}_{}", split.name, i);
+    part.outputs = {split.outputs[i]};
+    part.attrs["tessera.split"] = std::vector<int64_t>{i, count};
+    nodes.push_back(std::move(part));
+  }
+}
+
+// Optional outputs nothing reads (Dropout's mask, LayerNormalization's mean) are dropped, so
+// every node has the one output the executor computes.
+void drop_unread_outputs(Graph& g) {
+  std::set<std::string> read(g.outputs.begin(), g.outputs.end());
+  for (const Node& n : g.nodes) read.insert(n.inputs.begin(), n.inputs.end());
+  for (Node& n : g.nodes)
+    while (n.outputs.size() > 1 && (n.outputs.back().empty() || !read.count(n.outputs.back())))
+      n.outputs.pop_back();
 }
 
 // The first node reading `value`, for errors about the value that should name where it is used.
@@ -154,14 +183,23 @@ Graph import_onnx_bytes(const std::string& bytes) {
       g.constants[n.outputs[0]] = read_tensor(value->t());
       continue;
     }
-    for (const onnx::AttributeProto& a : np.attribute()) n.attrs[a.name()] = read_attribute(n, a);
-    if (std::find(supported_ops().begin(), supported_ops().end(), n.op) == supported_ops().end())
-      throw_error("{}: unsupported operator (supported: {})", n.where(),
-                  fmt::join(supported_ops(), ", "));
+    for (const onnx::AttributeProto& a : np.attribute()) {
+      n.attrs[a.name()] = read_attribute(n, a);
+      if (a.type() == onnx::AttributeProto::TENSOR && read_tensor(a.t()).is_int)
+        n.attrs["tessera.value_is_int"] = int64_t{1};
+    }
     while (!n.inputs.empty() && n.inputs.back().empty()) n.inputs.pop_back();
     if (!names.insert(n.name).second) n.name += fmt::format("_{}", g.nodes.size());
+    if (n.op == "Split") {
+      split_into_slices(n, g.nodes);
+      continue;
+    }
     g.nodes.push_back(std::move(n));
   }
+  drop_unread_outputs(g);
+  // Every unsupported node and attribute at once, so that a user sees the whole list.
+  if (std::optional<std::string> unsupported = unsupported_nodes(g))
+    throw_error("{}", *unsupported);
   sort_topologically(g);
   infer_shapes(g);
   return g;

@@ -18,16 +18,18 @@ struct Window2d {
   int64_t oh = 0, ow = 0;
   int64_t group = 1, out_channels = 0;  // Conv only
   bool count_include_pad = false;       // AveragePool only
+  bool overhang = false;  // ceil_mode added an output row or column past the floor rule's
 
   /// One K for both dimensions, one stride, one dilation and one pad on every side: the form
   /// tessera's conv2d and pooling operators take.
   bool is_square_symmetric() const {
-    return kh == kw && sh == sw && dh == dw && pt == pl && pt == pb && pt == pr;
+    return kh == kw && sh == sw && dh == dw && pt == pl && pt == pb && pt == pr && !overhang;
   }
 };
 
 /// Reads the window of a Conv (weights [O][C/group][kh][kw] give the kernel) or a pooling node
-/// over `input` (NCHW); throws tessera::Error for auto_pad other than NOTSET/VALID, ceil_mode,
+/// over `input` (NCHW), ceil_mode included; throws tessera::Error for auto_pad other than
+/// NOTSET/VALID,
 /// a non-4-D input, or a window larger than the padded input.
 Window2d read_window(const Node& n, const std::vector<int64_t>& input,
                      const std::vector<int64_t>* weight);

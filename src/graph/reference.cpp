@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "graph/op_attrs.h"
+#include "graph/op_table.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -17,23 +18,6 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
   for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
     s[i] = s[i + 1] * shape[i + 1];
   return s;
-}
-
-// Flat index into `from` (broadcast to `to`) of flat index `i` of `to`.
-int64_t broadcast_index(int64_t i, const std::vector<int64_t>& to,
-                        const std::vector<int64_t>& from) {
-  int64_t src = 0, stride = 1;
-  size_t offset = to.size() - from.size();
-  for (int64_t d = static_cast<int64_t>(to.size()) - 1; d >= 0; --d) {
-    int64_t coord = i % to[d];
-    i /= to[d];
-    if (d >= static_cast<int64_t>(offset)) {
-      int64_t fd = from[d - offset];
-      if (fd != 1) src += coord * stride;
-      stride *= fd;
-    }
-  }
-  return src;
 }
 
 HostTensor binary(const HostTensor& a, const HostTensor& b, bool mul) {
@@ -89,7 +73,15 @@ HostTensor pool(const Node& n, const HostTensor& x, bool is_max) {
             acc = is_max ? std::max(acc, v) : acc + v;
             ++count;
           }
-        if (!is_max) acc /= double(w.count_include_pad ? w.kh * w.kw : count);
+        if (!is_max && w.count_include_pad) {
+          // Counted pads stop at the padded input's edge (a ceil_mode window may reach past it).
+          auto span = [](int64_t start, int64_t len, int64_t lo, int64_t hi) {
+            return std::min(start + len, hi) - std::max(start, lo);
+          };
+          count = span(y * w.sh - w.pt, w.kh, -w.pt, w.h + w.pb) *
+                  span(xx * w.sw - w.pl, w.kw, -w.pl, w.w + w.pr);
+        }
+        if (!is_max) acc /= double(count);
         out.data[(p * w.oh + y) * w.ow + xx] = acc;
       }
   return out;
@@ -193,7 +185,10 @@ HostTensor concat(const Node& n, const std::vector<const HostTensor*>& in) {
   return out;
 }
 
-HostTensor base_op(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+}  // namespace
+
+HostTensor reference_builtin(const Node& n, const Graph& g,
+                             const std::vector<const HostTensor*>& in) {
   auto arg = [&](size_t i) -> const HostTensor& {
     if (i >= in.size() || !in[i]) throw_error("{}: input {} is missing", n.where(), i);
     return *in[i];
@@ -250,13 +245,13 @@ HostTensor base_op(const Node& n, const Graph& g, const std::vector<const HostTe
   if (op == "Concat") return concat(n, in);
   if (op == "Transpose")
     return transpose(arg(0), transpose_perm(n, static_cast<int64_t>(arg(0).shape.size())));
-  throw_error("{}: unsupported operator", n.where());
+  throw_internal("{}: not a builtin operator", n.where());
 }
 
-}  // namespace
-
 HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
-  HostTensor out = base_op(n, g, in);
+  const OpDef* op = find_op(n.op);
+  if (!op) throw_error("{}: unsupported operator", n.where());
+  HostTensor out = op->reference(n, g, in);
   for (const Epilogue& e : n.epilogue) {
     switch (e.kind) {
       case Epilogue::Kind::kAdd: {

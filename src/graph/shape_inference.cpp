@@ -1,9 +1,12 @@
-// Static shapes through the graph, one rule per supported operator.
+// Static shapes through the graph: the rules of the executor's builtin operators (the other
+// operators' are their rows in op_table.cpp), and the walk that applies every row's rule and
+// folds shape arithmetic as it goes.
 #include <algorithm>
 #include <limits>
 
 #include "graph/graph.h"
 #include "graph/op_attrs.h"
+#include "graph/op_table.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -36,10 +39,10 @@ Window2d read_window(const Node& n, const std::vector<int64_t>& input,
   if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
     throw_error("{}: strides, dilations and pads must be 2-D", n.where());
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID")
-    throw_error("{}: auto_pad={} is not supported (give explicit pads)", n.where(), auto_pad);
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER")
+    throw_error("{}: auto_pad={} (NOTSET, VALID, SAME_UPPER or SAME_LOWER)", n.where(), auto_pad);
   if (auto_pad == "VALID") pads = {0, 0, 0, 0};
-  if (n.attr_int("ceil_mode", 0) != 0) throw_error("{}: ceil_mode=1 is not supported", n.where());
   w.sh = strides[0], w.sw = strides[1], w.dh = dilations[0], w.dw = dilations[1];
   w.pt = pads[0], w.pl = pads[1], w.pb = pads[2], w.pr = pads[3];
   w.count_include_pad = n.attr_int("count_include_pad", 0) != 0;
@@ -47,10 +50,31 @@ Window2d read_window(const Node& n, const std::vector<int64_t>& input,
       w.pr < 0)
     throw_error("{}: strides and dilations must be positive and pads not negative", n.where());
   int64_t span_h = (w.kh - 1) * w.dh + 1, span_w = (w.kw - 1) * w.dw + 1;
+  if (auto_pad.starts_with("SAME")) {
+    // Output ceil(in / stride); the odd pixel of padding goes after (UPPER) or before (LOWER).
+    auto same = [&](int64_t in, int64_t span, int64_t stride, int64_t& lead, int64_t& trail) {
+      int64_t total = std::max<int64_t>(((in + stride - 1) / stride - 1) * stride + span - in, 0);
+      lead = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      trail = total - lead;
+    };
+    same(w.h, span_h, w.sh, w.pt, w.pb);
+    same(w.w, span_w, w.sw, w.pl, w.pr);
+  }
   if (span_h > w.h + w.pt + w.pb || span_w > w.w + w.pl + w.pr)
     throw_error("{}: window {}x{} is larger than the padded input", n.where(), span_h, span_w);
-  w.oh = (w.h + w.pt + w.pb - span_h) / w.sh + 1;
-  w.ow = (w.w + w.pl + w.pr - span_w) / w.sw + 1;
+  // ceil_mode rounds the output up, but (as ONNX and PyTorch) the last window must start inside
+  // the input or its leading pad.
+  const bool ceil = n.attr_int("ceil_mode", 0) != 0;
+  auto out_dim = [ceil](int64_t in, int64_t lead, int64_t trail, int64_t span, int64_t stride) {
+    int64_t room = in + lead + trail - span;
+    int64_t o = (ceil ? (room + stride - 1) / stride : room / stride) + 1;
+    if (ceil && (o - 1) * stride >= in + lead) --o;
+    return o;
+  };
+  w.oh = out_dim(w.h, w.pt, w.pb, span_h, w.sh);
+  w.ow = out_dim(w.w, w.pl, w.pr, span_w, w.sw);
+  w.overhang = w.oh != (w.h + w.pt + w.pb - span_h) / w.sh + 1 ||
+               w.ow != (w.w + w.pl + w.pr - span_w) / w.sw + 1;
   return w;
 }
 
@@ -144,9 +168,7 @@ std::vector<int64_t> reshape_target(const Node& n, const Graph& g) {
   return out;
 }
 
-namespace {
-
-std::vector<int64_t> infer_node(const Node& n, const Graph& g) {
+std::vector<int64_t> infer_builtin(const Node& n, const Graph& g) {
   auto in = [&](size_t i) -> const std::vector<int64_t>& {
     if (i >= n.inputs.size() || n.inputs[i].empty())
       throw_error("{}: input {} is missing", n.where(), i);
@@ -252,8 +274,35 @@ std::vector<int64_t> infer_node(const Node& n, const Graph& g) {
     for (int64_t p : perm) out.push_back(x[p]);
     return out;
   }
-  throw_error("{}: unsupported operator (supported: {})", n.where(),
-              fmt::join(supported_ops(), ", "));
+  throw_internal("{}: not a builtin operator", n.where());
+}
+
+namespace {
+
+// Shape arithmetic (Shape, Gather of it, Concat into a Reshape's shape) is evaluated as soon as
+// its inputs are known, so the rules after it see constants: static shapes need nothing more.
+// Only small values fold here; weights fold in the fold_constants pass.
+constexpr int64_t kFoldAtImportElements = 4096;
+
+void fold_shape_arithmetic(const Node& n, const OpDef& op, Graph& g) {
+  const std::string& out = n.outputs[0];
+  if (g.is_output(out) || g.is_constant(out)) return;
+  if (op.fold) {
+    g.constants[out] = op.fold(n, g);
+    return;
+  }
+  std::vector<const HostTensor*> in;
+  for (const std::string& v : n.inputs) {
+    if (v.empty()) {
+      in.push_back(nullptr);
+      continue;
+    }
+    auto it = g.constants.find(v);
+    if (it == g.constants.end() || it->second.num_elements() > kFoldAtImportElements) return;
+    in.push_back(&it->second);
+  }
+  if (in.empty() || num_elements(g.shape(out)) > kFoldAtImportElements) return;
+  g.constants[out] = op.reference(n, g, in);
 }
 
 }  // namespace
@@ -267,10 +316,15 @@ void infer_shapes(Graph& g) {
     for (const std::string& v : n.inputs)
       if (!v.empty() && !g.shapes.count(v))
         throw_error("{}: input '{}' has no static shape", n.where(), v);
-    std::vector<int64_t> s = infer_node(n, g);
+    const OpDef* op = find_op(n.op);
+    if (!op) throw_error("{}: unsupported operator", n.where());
+    std::vector<int64_t> s = op->infer(n, g);
     for (int64_t d : s)
       if (d <= 0) throw_error("{}: inferred an empty shape {}", n.where(), shape_text(s));
     g.shapes[n.outputs[0]] = s;
+    fold_shape_arithmetic(n, *op, g);
+    if (op->lowering == Lowering::kFolded && !g.is_constant(n.outputs[0]))
+      throw_error("{}: its inputs are not constant (dynamic shapes are not supported)", n.where());
   }
 }
 

@@ -43,13 +43,15 @@ const char* intrinsic_name(Intrinsic f) {
       return "tanh";
     case Intrinsic::kSigmoid:
       return "sigmoid";
+    case Intrinsic::kErf:
+      return "erf";
   }
   return "?";
 }
 
 std::optional<Intrinsic> intrinsic_from_name(std::string_view name) {
   for (Intrinsic f : {Intrinsic::kExp, Intrinsic::kLog, Intrinsic::kSqrt, Intrinsic::kTanh,
-                      Intrinsic::kSigmoid}) {
+                      Intrinsic::kSigmoid, Intrinsic::kErf}) {
     if (name == intrinsic_name(f)) return f;
   }
   return std::nullopt;
@@ -71,6 +73,8 @@ double eval_intrinsic(Intrinsic f, double x) {
       return std::tanh(x);
     case Intrinsic::kSigmoid:
       return 1.0 / (1.0 + std::exp(-x));
+    case Intrinsic::kErf:
+      return std::erf(x);
   }
   throw_internal("unknown intrinsic");
 }
@@ -347,6 +351,10 @@ Expr tanh(Expr x) {
 }
 Expr sigmoid(Expr x) {
   return make_call(Intrinsic::kSigmoid, {std::move(x)});
+}
+
+Expr erf(Expr x) {
+  return make_call(Intrinsic::kErf, {std::move(x)});
 }
 
 // ---- visitor and mutator defaults ----

@@ -128,8 +128,8 @@ struct CastNode : ExprNode {
 
 /// A math intrinsic: a pure elementwise function of float arguments, result in their type.
 /// `sigmoid(x)` is 1 / (1 + exp(-x)).
-enum class Intrinsic : uint8_t { kExp, kLog, kSqrt, kTanh, kSigmoid };
-/// The name an intrinsic prints and parses as (`exp`, `log`, `sqrt`, `tanh`, `sigmoid`).
+enum class Intrinsic : uint8_t { kExp, kLog, kSqrt, kTanh, kSigmoid, kErf };
+/// The name an intrinsic prints and parses as (`exp`, `log`, `sqrt`, `tanh`, `sigmoid`, `erf`).
 const char* intrinsic_name(Intrinsic f);
 /// The intrinsic printed as `name`, if any.
 std::optional<Intrinsic> intrinsic_from_name(std::string_view name);
@@ -238,12 +238,14 @@ Expr log(Expr x);
 Expr sqrt(Expr x);
 Expr tanh(Expr x);
 Expr sigmoid(Expr x);
+Expr erf(Expr x);
 // Inside namespace tessera an unqualified `exp(d)` on a double would otherwise find the Expr
 // overload above (hiding ::exp) and build an expression; use std::exp for numbers.
 double exp(double) = delete;
 double log(double) = delete;
 double sqrt(double) = delete;
 double tanh(double) = delete;
+double erf(double) = delete;
 
 /// Constant value of an integer immediate, if it is one.
 inline const int64_t* as_const_int(const Expr& e) {

@@ -71,12 +71,18 @@ class Builder:
         b = self.const((self.rng.standard_normal(n_out) * 0.1).astype(np.float32))
         return self.op("Gemm", [x, w, b], transB=trans_b)
 
-    def model(self, name, input_shape, out):
+    def ints(self, values):
+        return self.const(np.array(values, dtype=np.int64))
+
+    def scalar(self, value):
+        return self.const(np.array(value, dtype=np.float32))
+
+    def model(self, name, input_shape, out, opset=13):
         graph = helper.make_graph(
             self.nodes, name,
             [helper.make_tensor_value_info("input", TensorProto.FLOAT, input_shape)],
             [helper.make_empty_tensor_value_info(out)], self.inits)
-        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         m.ir_version = 8
         # The output's type and shape come from ONNX's own shape inference.
         inferred = onnx.shape_inference.infer_shapes(m)
@@ -154,6 +160,82 @@ def misc():
     return b.model("misc_ops", [1, 8, 16, 16], b.op("Softmax", [h], axis=-1)), [1, 8, 16, 16]
 
 
+def se_block():
+    """MobileNet-v3 / EfficientNet: HardSwish, SiLU (Sigmoid * x), squeeze-excite with ReduceMean
+    and HardSigmoid, a ceil_mode MaxPool that changes the shape."""
+    b = Builder(6)
+    h = b.conv("input", 3, 16, 3, 2, 1)
+    h = b.op("HardSwish", [h])
+    h = b.op("Mul", [h, b.op("Sigmoid", [h])])
+    s = b.op("ReduceMean", [h], axes=[2, 3], keepdims=1)
+    s = b.op("Relu", [b.conv(s, 16, 8, 1)])
+    s = b.op("HardSigmoid", [b.conv(s, 8, 16, 1)], alpha=1.0 / 6, beta=0.5)
+    h = b.op("Mul", [h, s])
+    h = b.op("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    h = b.op("ReduceMean", [h], axes=[2, 3], keepdims=0)
+    return b.model("se_block", [1, 3, 33, 33], b.gemm(h, 16, 10), opset=14), [1, 3, 33, 33]
+
+
+def encoder():
+    """A BERT-style encoder layer at sequence 8: LayerNormalization, attention with Div, Softmax
+    and shape arithmetic (Shape, Gather, Unsqueeze, Concat into Reshape), Gelu as Erf."""
+    b = Builder(7)
+    seq, dim, heads = 8, 32, 4
+    x = "input"
+    ln = b.op("LayerNormalization", [x, b.const(b.rng.uniform(0.5, 1.5, dim).astype(np.float32)),
+                                     b.const((b.rng.standard_normal(dim) * 0.1).astype(np.float32))],
+              axis=-1, epsilon=1e-5)
+
+    def heads_of(t):
+        # [1, seq, dim] -> [1, heads, seq, dim / heads], the shape read back with Shape + Gather.
+        shape = b.op("Shape", [t])
+        batch = b.op("Unsqueeze", [b.op("Gather", [shape, b.const(np.array(0, dtype=np.int64))],
+                                        axis=0), b.ints([0])])
+        target = b.op("Concat", [batch, b.ints([-1, heads, dim // heads])], axis=0)
+        return b.op("Transpose", [b.op("Reshape", [t, target])], perm=[0, 2, 1, 3])
+
+    qkv = b.op("MatMul", [ln, b.weight(dim, 3 * dim)])
+    q, k, v = [b.name("part") for _ in range(3)]
+    b.nodes.append(helper.make_node("Split", [qkv, b.ints([dim, dim, dim])], [q, k, v], axis=-1))
+    scores = b.op("MatMul", [heads_of(q), b.op("Transpose", [heads_of(k)], perm=[0, 1, 3, 2])])
+    scores = b.op("Div", [scores, b.scalar(np.sqrt(dim // heads))])
+    attn = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), heads_of(v)])
+    attn = b.op("Reshape", [b.op("Transpose", [attn], perm=[0, 2, 1, 3]), b.ints([1, seq, dim])])
+    h = b.op("Add", [x, b.op("MatMul", [attn, b.weight(dim, dim)])])
+    ff = b.op("MatMul", [h, b.weight(dim, 4 * dim)])
+    gelu = b.op("Mul", [b.op("Mul", [ff, b.op("Add", [b.op("Erf", [b.op(
+        "Div", [ff, b.scalar(np.sqrt(2.0))])]), b.scalar(1.0)])]), b.scalar(0.5)])
+    h = b.op("Add", [h, b.op("MatMul", [gelu, b.weight(4 * dim, dim)])])
+    first = b.op("Squeeze", [b.op("Slice", [h, b.ints([0]), b.ints([1]), b.ints([1])]),
+                             b.ints([1])])
+    return b.model("encoder_layer", [1, seq, dim], first, opset=17), [1, seq, dim]
+
+
+def more_ops():
+    """The rest of the table: Pad, Tile, Expand, Where, comparisons, Cast, Pow, Sqrt, Min/Max,
+    reductions with and without keepdims, Softmax and LogSoftmax off the last axis, AveragePool
+    that does not count its pads, LeakyRelu, Tanh, Exp, Neg, Abs."""
+    b = Builder(8)
+    x = b.op("Pad", ["input", b.ints([0, 0, 1, 2, 0, 0, 2, 1])], mode="constant")
+    a = b.op("AveragePool", [x], kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1],
+             count_include_pad=0)
+    t = b.op("Tile", [a, b.ints([1, 1, 1, 2])])
+    mask = b.op("Greater", [t, b.scalar(0.0)])
+    t = b.op("Where", [mask, b.op("Sqrt", [b.op("Abs", [t])]),
+                       b.op("LeakyRelu", [t], alpha=0.1)])
+    t = b.op("Add", [t, b.op("Cast", [b.op("Cast", [b.op("Less", [t, b.scalar(-0.05)])],
+                                          to=TensorProto.INT64)], to=TensorProto.FLOAT)])
+    t = b.op("Max", [b.op("Min", [t, b.scalar(2.0)]), b.op("Neg", [b.op("Exp", [t])])])
+    t = b.op("Pow", [b.op("Tanh", [t]), b.scalar(2.0)])
+    s = b.op("Softmax", [t], axis=1)
+    l = b.op("LogSoftmax", [t], axis=2)
+    r = b.op("ReduceSum", [b.op("Mul", [s, l]), b.ints([1])], keepdims=0)
+    r = b.op("Sub", [r, b.op("ReduceMax", [r], axes=[2], keepdims=1)])
+    r = b.op("Add", [r, b.op("Expand", [b.op("ReduceMin", [r], axes=[1], keepdims=1),
+                                          b.ints([1, 1, 1])])])
+    return b.model("more_ops", [1, 4, 9, 8], r, opset=17), [1, 4, 9, 8]
+
+
 def ort_run(path, x, threads, repeat):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
@@ -200,7 +282,7 @@ def main():
     failures = 0
     print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
           f"{'ort ms':>9}  kernels")
-    for build in (mlp, dqn, resnet, mobilenet, misc):
+    for build in (mlp, dqn, resnet, mobilenet, misc, se_block, encoder, more_ops):
         model, shape = build()
         name = model.graph.name
         path = os.path.join(args.workdir, name + ".onnx")

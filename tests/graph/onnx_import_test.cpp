@@ -117,7 +117,25 @@ TEST(GraphOnnxImport, ReadsNodesAttributesInitializersAndShapes) {
 
 TEST(GraphOnnxImport, UnsupportedOpNamesTheNodeAndItsType) {
   std::string e = error_of(small_model("LpNormalization"));
-  EXPECT_NE(e.find("node 'odd1' (LpNormalization): unsupported operator"), std::string::npos) << e;
+  EXPECT_NE(e.find("1 unsupported node: LpNormalization (node 'odd1')"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << "one line";
+}
+
+// Every unsupported node and attribute in one message, so a user meets them all at once.
+TEST(GraphOnnxImport, EveryUnsupportedNodeAndAttributeIsReportedAtOnce) {
+  onnx::ModelProto m = small_model("LpNormalization");
+  onnx::GraphProto* g = m.mutable_graph();
+  add_node(g, "LpNormalization", "odd2", {"o"}, "o2");
+  add_node(g, "Einsum", "odd3", {"o2"}, "o3");
+  add_ints(g->mutable_node(0), "weird_knob", {1});
+  std::string e = error_of(m);
+  EXPECT_NE(e.find("3 unsupported nodes: Einsum (node 'odd3'), LpNormalization x2 (nodes 'odd1', "
+                   "'odd2')"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("unsupported attributes: Conv attribute 'weird_knob' (node 'conv1')"),
+            std::string::npos)
+      << e;
   EXPECT_EQ(e.find('\n'), std::string::npos) << "one line";
 }
 
@@ -194,7 +212,7 @@ TEST(GraphRunModelCli, BadInputExitsTwoWithOneLine) {
   testing::CliOutcome r = testing::run_cli("run-model " + path);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_EQ(r.out.rfind("tessera: error: ", 0), 0u) << r.out;
-  EXPECT_NE(r.out.find("(LpNormalization)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("LpNormalization (node 'odd1')"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
 
   testing::CliOutcome missing = testing::run_cli("run-model /nonexistent.onnx");
@@ -298,7 +316,7 @@ TEST(GraphCompileCli, BadInputExitsTwoWithOneLine) {
   std::string bad = write_model(small_model("LpNormalization"), "compile_bad.onnx");
   std::string good = write_model(small_model(), "compile_good.onnx");
   const std::pair<std::string, std::string> cases[] = {
-      {"compile " + bad, "(LpNormalization): unsupported operator"},
+      {"compile " + bad, "unsupported node: LpNormalization (node 'odd1')"},
       {"compile /nonexistent/model.onnx", "/nonexistent/model.onnx"},
       {"compile " + good + " --trials 0", "--trials 0 without -o does nothing"},
       {"compile " + good + " --trials 0 -o /nonexistent/dir/model.so", "is not a directory"},
@@ -339,6 +357,61 @@ TEST(GraphCompileCli, TrialsZeroWritesALibraryThatRunModelRuns) {
   EXPECT_NE(missing.out.find("cannot load"), std::string::npos) << missing.out;
   std::ifstream never(db);
   EXPECT_FALSE(never.good()) << "--trials 0 creates no DB";
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// No output lands on one of the command's inputs, a device, or a file of another kind; each
+// refusal is one line with exit 2 and the file is as it was.
+TEST(GraphCli, OutputsNeverReplaceInputsDevicesOrOtherKindsOfFile) {
+  std::string model = write_model(small_model(), "outputs_model.onnx");
+  const std::string before = file_bytes(model);
+  std::string db = ::testing::TempDir() + "/outputs_records.db";
+  std::remove(db.c_str());
+  ASSERT_EQ(testing::run_cli("measure matmul:M=8,N=8,K=8 --repeat 1 --db " + db).exit_code, 0);
+  const std::string db_before = file_bytes(db);
+  const std::pair<std::string, std::string> cases[] = {
+      {"compile " + model + " --trials 0 -o " + model, "over an input"},
+      {"run-model " + model + " --repeat 1 --output " + model, "over an input"},
+      {"run-model " + model + " --repeat 1 --input " + model + " --output " + model,
+       "over an input"},
+      {"run-model " + model + " --repeat 1 --output " + db, "holds a records database"},
+      {"compile " + model + " --trials 0 -o " + db, "holds a records database"},
+      {"compile " + model + " --trials 0 -o /dev/null", "not a regular file"},
+      {"db export " + db + " --db " + db, "over an input"},
+      {"db export " + model + " --db " + db, "refusing to overwrite"},
+      {"tune matmul:M=8,N=8,K=8 --trials 1 --db :memory:", "names no file"},
+      {"tune matmul:M=8,N=8,K=8 --trials 1 --db ''", "names no file"},
+  };
+  for (const auto& [args, message] : cases) {
+    SCOPED_TRACE(args);
+    testing::CliOutcome r = testing::run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(r.out.rfind("tessera: error: ", 0), 0u) << r.out;
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(file_bytes(model), before);
+  EXPECT_EQ(file_bytes(db), db_before);
+
+  // A bare file name runs as written (dlopen would search the loader's path for it).
+  std::string out = ::testing::TempDir() + "/outputs_y.npy";
+  testing::CliOutcome ok = testing::run_cli("run-model " + model + " --repeat 1 --output " + out);
+  ASSERT_EQ(ok.exit_code, 0) << ok.out;
+  testing::CliOutcome again =
+      testing::run_cli("run-model " + model + " --repeat 1 --output " + out);
+  EXPECT_EQ(again.exit_code, 0) << "an earlier .npy output may be replaced: " << again.out;
+  std::remove(out.c_str());
+  std::remove(db.c_str());
 }
 
 }  // namespace

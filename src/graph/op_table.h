@@ -1,0 +1,114 @@
+/// The graph operators, one row each: the ONNX name, the attributes it understands, its static
+/// shape rule, its reference (naive doubles: the tests' ground truth and constant folding) and how
+/// the executor lowers it. Import, shape inference, the reference path, constant folding, layout
+/// choice and planning all read this table; an operator absent from it is refused at import,
+/// with every other unsupported node and attribute of the model in the same message.
+///
+/// An elementwise operator is one row of scalar functions (`elementwise()`): its shape rule
+/// (numpy broadcasting), reference and kernel follow from them, it runs in channel blocks beside
+/// blocked convolutions, and consecutive ones can share a kernel.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/kernels.h"
+#include "graph/op_attrs.h"
+#include "te/expr.h"
+
+namespace tessera::graph {
+
+enum class Lowering {
+  /// The executor's own planning (Planner in executor.cpp): library operators with tuned
+  /// schedules (Conv, Gemm, MatMul, pooling, Softmax, Relu, Add) and the layout-aware te kernels
+  /// (Concat, Transpose, BatchNormalization, GlobalAveragePool).
+  kPlanner,
+  /// One te kernel of scalar functions over broadcast inputs.
+  kElementwise,
+  /// No kernel: the output is the first input's storage under another shape.
+  kView,
+  /// One te kernel of the row's own (`kernel`), reading the node's inputs in order.
+  kKernel,
+  /// Computed at import from static shapes and constants (Shape, Range, ...); a node of it left
+  /// with a runtime input is an error.
+  kFolded,
+};
+
+using InferFn = std::function<std::vector<int64_t>(const Node&, const Graph&)>;
+using ReferenceFn =
+    std::function<HostTensor(const Node&, const Graph&, const std::vector<const HostTensor*>&)>;
+/// The values an elementwise function reads from the node's attributes (HardSigmoid's alpha
+/// and beta), read once at planning.
+using ParamsFn = std::function<std::vector<double>(const Node&, const Graph&)>;
+using ScalarEvalFn =
+    std::function<double(const std::vector<double>& params, const std::vector<double>& x)>;
+using ScalarBuildFn =
+    std::function<Expr(const std::vector<double>& params, const std::vector<Expr>& x)>;
+/// The te kernel of a kKernel row; its arguments are the node's non-empty inputs that are not
+/// folded into it (`kernel_inputs`), then the output, in the output's memory order.
+using KernelFn = std::function<TeKernel(const Node&, const Graph&)>;
+
+struct OpDef {
+  std::string name;
+  std::vector<std::string> attributes;
+  Lowering lowering = Lowering::kPlanner;
+  InferFn infer;
+  ReferenceFn reference;
+  // kElementwise: inputs taken (max_inputs -1: any number from min_inputs)
+  int min_inputs = 1, max_inputs = 1;
+  ParamsFn params;
+  ScalarEvalFn eval;
+  ScalarBuildFn build;
+  // kKernel
+  KernelFn kernel;
+  /// Which inputs the kernel reads (others are constants it folds in: Slice's starts); empty:
+  /// every non-empty input.
+  std::vector<int> kernel_inputs;
+  /// kFolded rows that need no constant input (Shape, Size): the value from static shapes.
+  std::function<HostTensor(const Node&, const Graph&)> fold;
+};
+
+const std::vector<OpDef>& op_table();
+/// The row of an ONNX op type, or nullptr.
+const OpDef* find_op(std::string_view name);
+
+/// One elementwise step of a kernel chain: the row's function applied to the value so far and
+/// further inputs of the kernel.
+struct ScalarCall {
+  const OpDef* op = nullptr;
+  std::vector<double> params;
+};
+/// The node's function with its attribute values.
+ScalarCall scalar_call(const Node& n, const Graph& g);
+
+/// Every node of `g` whose op has no row, and every attribute a row does not understand, in one
+/// line (`unsupported: LayerNormalization x2 (node 'ln1', node 'ln2'), Erf (node 'e')`), or
+/// nothing when all are supported.
+std::optional<std::string> unsupported_nodes(const Graph& g);
+
+/// Shapes of the builtin (kPlanner and view) rows and their references, defined beside the
+/// executor's planning of them (shape_inference.cpp, reference.cpp).
+std::vector<int64_t> infer_builtin(const Node& n, const Graph& g);
+HostTensor reference_builtin(const Node& n, const Graph& g,
+                             const std::vector<const HostTensor*>& in);
+
+/// The elementwise step of a kElementwise node whose further operands are kernel inputs
+/// `inputs` (the node's inputs 1.. in the order the kernel takes them).
+ElementwiseStep scalar_step(const Node& n, const Graph& g, std::vector<int> inputs);
+
+/// Softmax (or LogSoftmax) along any axis of `shape`: the lowering where the library's
+/// row-wise softmax does not fit.
+TeKernel softmax_kernel(const std::vector<int64_t>& shape, int64_t axis, bool log_softmax);
+/// Max or average pooling over any window of NCHW (rectangular, asymmetric pads, ceil_mode,
+/// pads counted in the mean or not): the lowering where the library's pooling does not fit.
+TeKernel pool2d_kernel(const Window2d& w, bool is_max);
+
+/// Flat index into `from` (broadcast numpy-style to `to`) of flat index `i` of `to`.
+int64_t broadcast_index(int64_t i, const std::vector<int64_t>& to,
+                        const std::vector<int64_t>& from);
+
+}  // namespace tessera::graph

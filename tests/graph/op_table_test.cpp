@@ -1,0 +1,182 @@
+// The operator table: every elementwise row's kernel against its reference, the layouts
+// elementwise rows keep, windows the library's pooling does not take, shape arithmetic folded at
+// import.
+#include "graph/op_table.h"
+
+#include <gtest/gtest.h>
+
+#include "graph/executor.h"
+#include "graph/passes.h"
+#include "graph/reference.h"
+#include "graph_builder.h"
+#include "runtime/isa.h"
+
+namespace tessera {
+namespace {
+
+using graph::Graph;
+using graph::HostTensor;
+using testing::GraphBuilder;
+
+double run_against_reference(Graph g, GraphBuilder& b, double lo, double hi,
+                             graph::Executor* out = nullptr) {
+  HostTensor x = b.random_tensor(g.shape(g.inputs[0]), lo, hi);
+  graph::run_default_passes(g);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(x.data);
+  ex.run();
+  HostTensor expected = graph::run_reference(g, {{g.inputs[0], x}}).at(0);
+  HostTensor got = ex.output(0);
+  EXPECT_EQ(got.shape, expected.shape);
+  if (out) *out = std::move(ex);
+  return testing::max_relative_error(got, expected);
+}
+
+// Each elementwise row as the one node of a graph: the runtime input first, further operands
+// constants that broadcast ([3, 1] and a scalar), on inputs in the row's domain.
+TEST(OpTable, EveryElementwiseRowMatchesItsReference) {
+  int rows = 0;
+  for (const graph::OpDef& op : graph::op_table()) {
+    if (op.lowering != graph::Lowering::kElementwise) continue;
+    SCOPED_TRACE(op.name);
+    ++rows;
+    const bool positive =
+        op.name == "Log" || op.name == "Sqrt" || op.name == "Pow" || op.name == "Reciprocal";
+    const double lo = positive ? 0.1 : -4, hi = 4;
+    GraphBuilder b(21);
+    std::string x = b.input({2, 3, 5});
+    std::vector<std::string> inputs{x};
+    int operands = op.max_inputs < 0 ? 3 : op.max_inputs;
+    for (int i = 1; i < operands; ++i) {
+      if (op.name == "Where" && i == 2) {
+        inputs.push_back(b.constant({{}, {0.5}, false}));
+        continue;
+      }
+      inputs.push_back(i == 1 ? b.random({3, 1}, positive ? 0.5 : -2, 2)
+                              : b.constant({{}, {1.5}, false}));
+    }
+    std::map<std::string, graph::AttrValue> attrs;
+    if (op.name == "Cast") attrs["to"] = int64_t{7};  // INT64: truncates
+    if (op.name == "Gelu") attrs["approximate"] = std::string("tanh");
+    Graph g = b.finish(b.node(op.name, inputs, attrs));
+    graph::Executor ex;
+    EXPECT_LT(run_against_reference(g, b, lo, hi, &ex), 1e-5);
+    EXPECT_EQ(ex.kernels().size(), 1u) << "one kernel, no library operator";
+  }
+  EXPECT_GE(rows, 30);
+}
+
+// MobileNet-v3's squeeze-excite between blocked convolutions: HardSwish, SiLU (x * Sigmoid(x)),
+// the per-image scale multiplied in, all in channel blocks with no conversion in between.
+TEST(OpTable, SqueezeExciteStaysInChannelBlocks) {
+  GraphBuilder b(22);
+  std::string x = b.input({1, 16, 10, 10});
+  std::string h = b.node("HardSwish", {b.conv(x, 16, 16, 3, 1, 1)});
+  h = b.node("Mul", {h, b.node("Sigmoid", {h})});
+  std::string s = b.node("GlobalAveragePool", {h});
+  s = b.node("Relu", {b.conv(s, 16, 8, 1, 1, 0)});
+  s = b.node("HardSigmoid", {b.conv(s, 8, 16, 1, 1, 0)}, {{"alpha", 1.0 / 6}, {"beta", 0.5}});
+  h = b.conv(b.node("Mul", {h, s}), 16, 16, 3, 1, 1);
+  Graph g = b.finish(h);
+  Graph passed = g;
+  graph::run_default_passes(passed);
+  const int64_t block = graph::channel_block(passed, target_isa().f32_lanes);
+  ASSERT_GT(block, 1);
+  int elementwise = 0;
+  for (const graph::Node& n : passed.nodes) {
+    if (n.op != "HardSwish" && n.op != "Sigmoid" && n.op != "Mul") continue;
+    ++elementwise;
+    EXPECT_EQ(n.attr_int(graph::kBlockAttr, 0), block) << n.name;
+  }
+  EXPECT_EQ(elementwise, 4);
+  graph::Executor ex;
+  EXPECT_LT(run_against_reference(g, b, -2, 2, &ex), 1e-5);
+  int conversions = 0;
+  for (const graph::KernelInfo& k : ex.kernels())
+    conversions += k.workload.find("from_blocked") != std::string::npos ? k.uses : 0;
+  EXPECT_LE(conversions, 2) << "the output, and at most the tiny [1, 16, 1, 1] scale";
+}
+
+TEST(OpTable, CeilModeChangesTheShapeOnlyWhereAWindowStartsInside) {
+  GraphBuilder b(23);
+  std::string x = b.input({1, 2, 8, 8});
+  auto pool = [&](int64_t k, int64_t s, int64_t pad) {
+    return b.node("MaxPool", {x},
+                  {{"kernel_shape", std::vector<int64_t>{k, k}},
+                   {"strides", std::vector<int64_t>{s, s}},
+                   {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                   {"ceil_mode", int64_t{1}}});
+  };
+  std::string grows = pool(3, 2, 0);    // floor 3, ceil 4: the last window starts at 6
+  std::string same = pool(2, 2, 0);     // 8 / 2: nothing changes
+  std::string clipped = pool(2, 2, 1);  // ceil 6, but a window at 10 starts in the trailing pad
+  Graph g = b.finish(grows);
+  EXPECT_EQ(g.shape(grows), (std::vector<int64_t>{1, 2, 4, 4}));
+  EXPECT_EQ(g.shape(same), (std::vector<int64_t>{1, 2, 4, 4}));
+  EXPECT_EQ(g.shape(clipped), (std::vector<int64_t>{1, 2, 5, 5}));
+}
+
+// Windows the library's pooling does not take run as the generic te kernel.
+TEST(OpTable, RectangularAndCeilModePoolingMatchTheReference) {
+  const std::vector<std::map<std::string, graph::AttrValue>> windows = {
+      {{"kernel_shape", std::vector<int64_t>{3, 3}},
+       {"strides", std::vector<int64_t>{2, 2}},
+       {"ceil_mode", int64_t{1}}},
+      {{"kernel_shape", std::vector<int64_t>{1, 3}},
+       {"strides", std::vector<int64_t>{1, 2}},
+       {"pads", std::vector<int64_t>{0, 1, 0, 0}}},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}},
+       {"strides", std::vector<int64_t>{2, 2}},
+       {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+       {"ceil_mode", int64_t{1}},
+       {"count_include_pad", int64_t{1}}},
+  };
+  for (const std::string op : {"MaxPool", "AveragePool"})
+    for (size_t i = 0; i < windows.size(); ++i) {
+      SCOPED_TRACE(op + " window " + std::to_string(i));
+      GraphBuilder b(24);
+      Graph g = b.finish(b.node(op, {b.input({1, 3, 9, 8})}, windows[i]));
+      EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+    }
+}
+
+// Shape, Gather, Unsqueeze and Concat computing a Reshape's target are constants by the end of
+// import: no kernel runs them.
+TEST(OpTable, ShapeArithmeticIsFoldedAtImport) {
+  GraphBuilder b(25);
+  std::string x = b.input({2, 12});
+  std::string shape = b.node("Shape", {x});
+  std::string batch = b.node("Unsqueeze", {b.node("Gather", {shape, b.constant({{}, {0}, true})}),
+                                           b.constant({{1}, {0}, true})});
+  std::string target =
+      b.node("Concat", {batch, b.constant({{2}, {3, -1}, true})}, {{"axis", int64_t{0}}});
+  std::string y = b.node("Reshape", {x, target});
+  Graph g = b.finish(b.node("Sigmoid", {y}));
+  EXPECT_EQ(g.shape(y), (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_TRUE(g.is_constant(target));
+  graph::Executor ex;
+  EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-6);
+  EXPECT_EQ(ex.kernels().size(), 1u) << "only the Sigmoid";
+}
+
+TEST(OpTable, DynamicShapeArithmeticIsOneClearError) {
+  GraphBuilder b(26);
+  std::string x = b.input({2, 12});
+  // Range's limit read from the runtime tensor: nothing static about it.
+  std::string r = b.node(
+      "Range", {b.constant({{}, {0}, true}), b.node("ReduceMax", {x}, {{"keepdims", int64_t{0}}}),
+                b.constant({{}, {1}, true})});
+  try {
+    b.finish(r);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(Range)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dynamic shapes are not supported"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tessera
