@@ -354,11 +354,22 @@ class Planner {
 
   void plan_conv(const Node& n) {
     Window2d w = read_window(n, g_.shape(n.inputs[0]), &g_.shape(n.inputs[1]));
-    if (!w.is_square_symmetric())
-      throw_error(
-          "{}: kernel {}x{}, strides {}x{}, dilations {}x{}, pads {},{},{},{}: tessera's conv2d "
-          "takes one K, one stride, one dilation and equal pads on all sides",
-          n.where(), w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.pt, w.pl, w.pb, w.pr);
+    // tessera's conv2d takes one K, one stride, one dilation and equal pads on all sides; any
+    // other window runs as the generic te convolution.
+    if (!w.is_square_symmetric() || w.dh != w.dw) {
+      bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+      std::vector<size_t> args{slot(n.inputs[0]), slot(n.inputs[1])};
+      if (has_bias) args.push_back(slot(n.inputs[2]));
+      if (n.epilogue.empty()) {
+        args.push_back(output_slot(n));
+        return te_step(conv2d_kernel(w, has_bias), std::move(args));
+      }
+      std::vector<int64_t> out_shape = g_.shape(n.outputs[0]);
+      size_t raw = new_array(out_shape);
+      args.push_back(raw);
+      te_step(conv2d_kernel(w, has_bias), std::move(args));
+      return epilogue_step(n, raw, out_shape, {});
+    }
     bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
     bool depthwise = w.group > 1 && w.group == w.c && w.out_channels == w.c && w.dh == 1;
     std::vector<int64_t> out_shape = g_.shape(n.outputs[0]);

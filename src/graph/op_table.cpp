@@ -689,6 +689,178 @@ TeKernel pool2d_kernel(const Window2d& w, bool is_max) {
   return finish_kernel("avg_pool", {in, out});
 }
 
+TeKernel conv2d_kernel(const Window2d& w, bool bias) {
+  const int64_t cg = w.c / w.group, og = w.out_channels / w.group;
+  Tensor in = placeholder({w.n, w.c, w.h, w.w}, DType::kFloat32, "in");
+  Tensor weight = placeholder({w.out_channels, cg, w.kh, w.kw}, DType::kFloat32, "weight");
+  std::vector<Tensor> args{in, weight};
+  if (bias) args.push_back(placeholder({w.out_channels}, DType::kFloat32, "bias"));
+  IterVar rc = reduce_axis(cg, "rc"), ry = reduce_axis(w.kh, "ry"), rx = reduce_axis(w.kw, "rx");
+  const int h = static_cast<int>(w.h), wd = static_cast<int>(w.w);
+  Tensor acc = compute(
+      {w.n, w.out_channels, w.oh, w.ow},
+      [&](Var n, Var o, Var y, Var x) {
+        Expr iy = Expr(y) * static_cast<int>(w.sh) + Expr(ry.var) * static_cast<int>(w.dh) -
+                  static_cast<int>(w.pt);
+        Expr ix = Expr(x) * static_cast<int>(w.sw) + Expr(rx.var) * static_cast<int>(w.dw) -
+                  static_cast<int>(w.pl);
+        Expr inside = iy >= Expr(0) && iy < Expr(h) && ix >= Expr(0) && ix < Expr(wd);
+        Expr channel = Expr(o) / static_cast<int>(og) * static_cast<int>(cg) + Expr(rc.var);
+        Expr v =
+            in(n, channel, min(max(iy, Expr(0)), Expr(h - 1)), min(max(ix, Expr(0)), Expr(wd - 1)));
+        return sum(select(inside, v, f32(0.0)) * weight(o, rc.var, ry.var, rx.var), {rc, ry, rx});
+      },
+      bias ? "acc" : "out", {"i0", "i1", "i2", "i3"});
+  if (bias) {
+    const Tensor& b = args[2];
+    Tensor sum_only = acc;
+    acc = compute({w.n, w.out_channels, w.oh, w.ow},
+                  [&](Var n, Var o, Var y, Var x) { return sum_only(n, o, y, x) + b(o); }, "out",
+                  {"i0", "i1", "i2", "i3"});
+  }
+  args.push_back(acc);
+  return finish_kernel("conv2d_any", std::move(args));
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// ConvTranspose: each input pixel spreads over a window of the output
+
+struct TransposedWindow {
+  int64_t n = 0, c = 0, h = 0, w = 0, out_channels = 0, group = 1;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, oh = 0, ow = 0;
+};
+
+TransposedWindow transposed_window(const Node& n, const Graph& g) {
+  const std::vector<int64_t>& x = input_shape(n, g, 0);
+  const std::vector<int64_t>& wt = input_shape(n, g, 1);
+  if (x.size() != 4 || wt.size() != 4)
+    throw_error("{}: needs a 4-D NCHW input and 4-D weights", n.where());
+  TransposedWindow t;
+  t.n = x[0], t.c = x[1], t.h = x[2], t.w = x[3];
+  t.group = n.attr_int("group", 1);
+  if (t.group <= 0 || wt[0] != t.c || t.c % t.group != 0)
+    throw_error("{}: weights {} do not fit {} input channels in {} groups", n.where(),
+                shape_text(wt), t.c, t.group);
+  t.out_channels = wt[1] * t.group;
+  t.kh = wt[2], t.kw = wt[3];
+  std::vector<int64_t> strides = n.attr_ints("strides", {1, 1});
+  std::vector<int64_t> dilations = n.attr_ints("dilations", {1, 1});
+  std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
+  std::vector<int64_t> extra = n.attr_ints("output_padding", {0, 0});
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4 || extra.size() != 2)
+    throw_error("{}: strides, dilations, pads and output_padding must be 2-D", n.where());
+  if (n.attr_string("auto_pad", "NOTSET") != "NOTSET")
+    throw_error("{}: auto_pad is not supported (give explicit pads)", n.where());
+  t.sh = strides[0], t.sw = strides[1], t.dh = dilations[0], t.dw = dilations[1];
+  t.pt = pads[0], t.pl = pads[1];
+  if (t.sh <= 0 || t.sw <= 0 || t.dh <= 0 || t.dw <= 0)
+    throw_error("{}: strides and dilations must be positive", n.where());
+  t.oh = t.sh * (t.h - 1) + extra[0] + (t.kh - 1) * t.dh + 1 - pads[0] - pads[2];
+  t.ow = t.sw * (t.w - 1) + extra[1] + (t.kw - 1) * t.dw + 1 - pads[1] - pads[3];
+  std::vector<int64_t> given = n.attr_ints("output_shape", {});
+  if (!given.empty()) {
+    // The pads that give this shape (the total split as SAME_UPPER splits it, as ONNX defines).
+    if (given.size() != 2) throw_error("{}: output_shape must be 2-D", n.where());
+    auto total = [](int64_t in, int64_t s, int64_t more, int64_t k, int64_t d, int64_t out) {
+      return s * (in - 1) + more + (k - 1) * d + 1 - out;
+    };
+    t.pt = total(t.h, t.sh, extra[0], t.kh, t.dh, given[0]) / 2;
+    t.pl = total(t.w, t.sw, extra[1], t.kw, t.dw, given[1]) / 2;
+    t.oh = given[0], t.ow = given[1];
+  }
+  if (t.oh <= 0 || t.ow <= 0) throw_error("{}: an empty output", n.where());
+  return t;
+}
+
+// Where output position `at` reads along one dimension for tap `k`: the input position
+// (at + pad - k * dilation) / stride where that is whole and inside.
+std::pair<Expr, Expr> transposed_tap(Expr at, Expr k, int64_t stride, int64_t dilation, int64_t pad,
+                                     int64_t size, int64_t kernel) {
+  const int s = static_cast<int>(stride), d = static_cast<int>(dilation);
+  // Shifted up by whole strides so that C's % and / never see a negative number.
+  const int shift = s * static_cast<int>((kernel * dilation) / stride + 1);
+  Expr num = at + static_cast<int>(pad) - k * d + shift;
+  Expr index = num / s - shift / s;
+  Expr ok = eq(num % s, Expr(0)) && index >= Expr(0) && index < Expr(static_cast<int>(size));
+  return {ok, min(max(index, Expr(0)), Expr(static_cast<int>(size) - 1))};
+}
+
+OpDef conv_transpose() {
+  OpDef d;
+  d.name = "ConvTranspose";
+  d.attributes = {"auto_pad", "dilations",      "group",        "kernel_shape",
+                  "pads",     "output_padding", "output_shape", "strides"};
+  d.lowering = Lowering::kKernel;
+  d.infer = [](const Node& n, const Graph& g) {
+    TransposedWindow t = transposed_window(n, g);
+    if (has_input(n, 2) && g.shape(n.inputs[2]) != std::vector<int64_t>{t.out_channels})
+      throw_error("{}: bias does not match {} output channels", n.where(), t.out_channels);
+    return std::vector<int64_t>{t.n, t.out_channels, t.oh, t.ow};
+  };
+  d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+    TransposedWindow t = transposed_window(n, g);
+    const HostTensor& x = *in.at(0);
+    const HostTensor& wt = *in.at(1);
+    const HostTensor* bias = in.size() > 2 ? in[2] : nullptr;
+    const int64_t cg = t.c / t.group, og = t.out_channels / t.group;
+    HostTensor out{{t.n, t.out_channels, t.oh, t.ow}, {}, false};
+    out.data.assign(num_elements(out.shape), 0.0);
+    for (int64_t b = 0; b < t.n; ++b)
+      for (int64_t c = 0; c < t.c; ++c)
+        for (int64_t y = 0; y < t.h; ++y)
+          for (int64_t xx = 0; xx < t.w; ++xx) {
+            double v = x.data[((b * t.c + c) * t.h + y) * t.w + xx];
+            for (int64_t oo = 0; oo < og; ++oo)
+              for (int64_t ky = 0; ky < t.kh; ++ky)
+                for (int64_t kx = 0; kx < t.kw; ++kx) {
+                  int64_t oy = y * t.sh + ky * t.dh - t.pt, ox = xx * t.sw + kx * t.dw - t.pl;
+                  if (oy < 0 || oy >= t.oh || ox < 0 || ox >= t.ow) continue;
+                  int64_t o = c / cg * og + oo;
+                  out.data[((b * t.out_channels + o) * t.oh + oy) * t.ow + ox] +=
+                      v * wt.data[((c * og + oo) * t.kh + ky) * t.kw + kx];
+                }
+          }
+    if (bias)
+      for (int64_t i = 0; i < out.num_elements(); ++i)
+        out.data[i] += bias->data[i / (t.oh * t.ow) % t.out_channels];
+    return out;
+  };
+  d.kernel = [](const Node& n, const Graph& g) {
+    TransposedWindow t = transposed_window(n, g);
+    const int64_t cg = t.c / t.group, og = t.out_channels / t.group;
+    Tensor in = placeholder({t.n, t.c, t.h, t.w}, DType::kFloat32, "in");
+    Tensor weight = placeholder({t.c, og, t.kh, t.kw}, DType::kFloat32, "weight");
+    std::vector<Tensor> args{in, weight};
+    bool bias = has_input(n, 2);
+    if (bias) args.push_back(placeholder({t.out_channels}, DType::kFloat32, "bias"));
+    IterVar rc = reduce_axis(cg, "rc"), ry = reduce_axis(t.kh, "ry"), rx = reduce_axis(t.kw, "rx");
+    Tensor acc = compute(
+        {t.n, t.out_channels, t.oh, t.ow},
+        [&](Var b, Var o, Var y, Var x) {
+          auto [ok_y, iy] = transposed_tap(y, ry.var, t.sh, t.dh, t.pt, t.h, t.kh);
+          auto [ok_x, ix] = transposed_tap(x, rx.var, t.sw, t.dw, t.pl, t.w, t.kw);
+          Expr c = Expr(o) / static_cast<int>(og) * static_cast<int>(cg) + Expr(rc.var);
+          Expr v = in(b, c, iy, ix) * weight(c, Expr(o) % static_cast<int>(og), ry.var, rx.var);
+          return sum(select(ok_y && ok_x, v, f32(0.0)), {rc, ry, rx});
+        },
+        bias ? "acc" : "out", {"i0", "i1", "i2", "i3"});
+    if (bias) {
+      const Tensor& bt = args[2];
+      Tensor sum_only = acc;
+      acc = compute({t.n, t.out_channels, t.oh, t.ow},
+                    [&](Var b, Var o, Var y, Var x) { return sum_only(b, o, y, x) + bt(o); }, "out",
+                    {"i0", "i1", "i2", "i3"});
+    }
+    args.push_back(acc);
+    return finish_kernel("conv_transpose", std::move(args));
+  };
+  return d;
+}
+
+}  // namespace
+
 namespace {
 
 HostTensor softmax_reference(const HostTensor& x, int64_t axis, bool coerce_2d, bool log_softmax) {
@@ -1268,6 +1440,7 @@ std::vector<OpDef> make_table() {
   t.push_back(tile());
   t.push_back(expand());
   t.push_back(gather());
+  t.push_back(conv_transpose());
   add_folded_rows(t);
   // Elementwise rows take their shape rule and reference from their scalar functions.
   for (OpDef& d : t) {

@@ -107,6 +107,11 @@ TeKernel softmax_kernel(const std::vector<int64_t>& shape, int64_t axis, bool lo
 /// pads counted in the mean or not): the lowering where the library's pooling does not fit.
 TeKernel pool2d_kernel(const Window2d& w, bool is_max);
 
+/// A convolution over any window of NCHW (rectangular kernels and strides, asymmetric pads,
+/// dilations, groups), with the bias as a third argument when `bias`: the lowering where the
+/// library's convolutions do not fit.
+TeKernel conv2d_kernel(const Window2d& w, bool bias);
+
 /// Flat index into `from` (broadcast numpy-style to `to`) of flat index `i` of `to`.
 int64_t broadcast_index(int64_t i, const std::vector<int64_t>& to,
                         const std::vector<int64_t>& from);

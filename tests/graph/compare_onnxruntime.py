@@ -236,6 +236,20 @@ def more_ops():
     return b.model("more_ops", [1, 4, 9, 8], r, opset=17), [1, 4, 9, 8]
 
 
+def dcgan():
+    """The AutoTVM paper's DCGAN generator, scaled down: ConvTranspose (stride 2, pads 1),
+    BatchNormalization and Relu between them, Tanh at the end."""
+    b = Builder(9)
+    h = b.op("ConvTranspose", ["input", b.weight(16, 32, 4, 4)], kernel_shape=[4, 4])
+    h = b.op("Relu", [b.bn(h, 32)])
+    h = b.op("ConvTranspose", [h, b.weight(32, 16, 4, 4)], kernel_shape=[4, 4], strides=[2, 2],
+             pads=[1, 1, 1, 1])
+    h = b.op("Relu", [b.bn(h, 16)])
+    h = b.op("ConvTranspose", [h, b.weight(16, 3, 4, 4), b.const(np.zeros(3, np.float32))],
+             kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1])
+    return b.model("dcgan_generator", [1, 16, 1, 1], b.op("Tanh", [h])), [1, 16, 1, 1]
+
+
 def ort_run(path, x, threads, repeat):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
@@ -282,7 +296,8 @@ def main():
     failures = 0
     print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
           f"{'ort ms':>9}  kernels")
-    for build in (mlp, dqn, resnet, mobilenet, misc, se_block, encoder, more_ops):
+    for build in (mlp, dqn, resnet, mobilenet, misc, se_block, encoder, more_ops,
+                  dcgan):
         model, shape = build()
         name = model.graph.name
         path = os.path.join(args.workdir, name + ".onnx")

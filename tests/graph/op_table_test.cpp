@@ -161,6 +161,33 @@ TEST(OpTable, ShapeArithmeticIsFoldedAtImport) {
   EXPECT_EQ(ex.kernels().size(), 1u) << "only the Sigmoid";
 }
 
+// The DCGAN generator's upsampling: ConvTranspose with stride, padding, output_padding, groups and
+// a bias, against the reference's scatter loops.
+TEST(OpTable, ConvTransposeMatchesTheReference) {
+  const std::vector<std::map<std::string, graph::AttrValue>> windows = {
+      {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+      {{"strides", std::vector<int64_t>{2, 3}},
+       {"output_padding", std::vector<int64_t>{1, 0}},
+       {"group", int64_t{2}}},
+      {{"dilations", std::vector<int64_t>{2, 1}}, {"pads", std::vector<int64_t>{0, 1, 2, 0}}},
+  };
+  for (size_t i = 0; i < windows.size(); ++i) {
+    SCOPED_TRACE(i);
+    GraphBuilder b(27);
+    std::string x = b.input({1, 4, 5, 6});
+    int64_t group = windows[i].count("group") ? 2 : 1;
+    Graph g = b.finish(
+        b.node("ConvTranspose", {x, b.random({4, 6 / group, 4, 3}), b.random({6})}, windows[i]));
+    EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+  }
+  GraphBuilder b(28);
+  Graph g = b.finish(b.node(
+      "ConvTranspose", {b.input({1, 2, 4, 4}), b.random({2, 3, 4, 4})},
+      {{"strides", std::vector<int64_t>{2, 2}}, {"output_shape", std::vector<int64_t>{8, 8}}}));
+  EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 3, 8, 8}));
+  EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+}
+
 TEST(OpTable, DynamicShapeArithmeticIsOneClearError) {
   GraphBuilder b(26);
   std::string x = b.input({2, 12});
