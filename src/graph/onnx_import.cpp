@@ -3,7 +3,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -34,9 +37,58 @@ std::vector<double> from_field(const Field& f) {
   return std::vector<double>(f.begin(), f.end());
 }
 
-HostTensor read_tensor(const onnx::TensorProto& t) {
-  if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    throw_error("tensor '{}' keeps its data in an external file (not supported)", t.name());
+// The bytes of a tensor kept in a file beside the model (torch's default exporter writes
+// `model.onnx.data`): `location` relative to the model's folder, `offset` and `length` in it.
+std::string external_bytes(const onnx::TensorProto& t, const std::string& folder) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const onnx::StringStringEntryProto& e : t.external_data()) {
+    if (e.key() == "location") location = e.value();
+    if (e.key() == "offset" || e.key() == "length") {
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(e.value().c_str(), &end, 10);
+      if (e.value().empty() || *end != '\0' || errno != 0 || v < 0)
+        throw_error("tensor '{}': external data {} '{}' is not a size", t.name(), e.key(),
+                    e.value());
+      (e.key() == "offset" ? offset : length) = v;
+    }
+  }
+  if (location.empty()) throw_error("tensor '{}': external data without a location", t.name());
+  // The ONNX format keeps external data beside the model; a path leaving the folder is refused.
+  const std::filesystem::path relative(location);
+  if (relative.is_absolute() ||
+      std::any_of(relative.begin(), relative.end(), [](const auto& p) { return p == ".."; }))
+    throw_error("tensor '{}': external data location '{}' leaves the model's folder", t.name(),
+                location);
+  if (folder.empty())
+    throw_error("tensor '{}' keeps its data in '{}' (give the model as a file)", t.name(),
+                location);
+  const std::string path = folder + "/" + location;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error("tensor '{}': cannot read its external data {}", t.name(), path);
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<int64_t>(in.tellg());
+  if (offset < 0 || offset > size || length < -1 || (length >= 0 && offset + length > size))
+    throw_error("tensor '{}': bytes {}+{} lie outside {} ({} bytes)", t.name(), offset, length,
+                path, size);
+  if (length < 0) length = size - offset;
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) throw_error("tensor '{}': cannot read its external data {}", t.name(), path);
+  return bytes;
+}
+
+HostTensor read_tensor(const onnx::TensorProto& tensor, const std::string& folder = "") {
+  onnx::TensorProto external;
+  const onnx::TensorProto* tp = &tensor;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    external = tensor;
+    external.set_raw_data(external_bytes(tensor, folder));
+    tp = &external;
+  }
+  const onnx::TensorProto& t = *tp;
   HostTensor h;
   h.shape.assign(t.dims().begin(), t.dims().end());
   int64_t count = num_elements(h.shape);
@@ -121,7 +173,7 @@ std::string reader_of(const onnx::GraphProto& gp, const std::string& value) {
 
 }  // namespace
 
-Graph import_onnx_bytes(const std::string& bytes) {
+Graph import_onnx_bytes(const std::string& bytes, const std::string& folder) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) throw_error("not an ONNX model (the protobuf does not parse)");
   const onnx::GraphProto& gp = model.graph();
@@ -133,7 +185,7 @@ Graph import_onnx_bytes(const std::string& bytes) {
 
   for (const onnx::TensorProto& t : gp.initializer()) {
     try {
-      g.constants[t.name()] = read_tensor(t);
+      g.constants[t.name()] = read_tensor(t, folder);
     } catch (const Error& e) {
       throw_error("initializer '{}': {}", t.name(), e.what());
     }
@@ -211,7 +263,8 @@ Graph import_onnx(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   try {
-    return import_onnx_bytes(ss.str());
+    const std::string folder = std::filesystem::path(path).parent_path().string();
+    return import_onnx_bytes(ss.str(), folder.empty() ? "." : folder);
   } catch (const Error& e) {
     throw_error("{}: {}", path, e.what());
   }

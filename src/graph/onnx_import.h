@@ -11,9 +11,10 @@ namespace tessera::graph {
 /// keep their op type and attributes, then nodes are sorted and every shape is inferred. Throws
 /// tessera::Error with one line for an unreadable file, an input with a dynamic or unknown
 /// dimension (naming the node that reads it), a non-float32 input, or an unsupported operator
-/// (naming the node and its op type).
+/// (every unsupported node and attribute in one message).
 Graph import_onnx(const std::string& path);
-/// The same from the serialized bytes of a ModelProto.
-Graph import_onnx_bytes(const std::string& bytes);
+/// The same from the serialized bytes of a ModelProto; tensors kept in external data files are
+/// read from `folder` (the model file's folder; empty: refused).
+Graph import_onnx_bytes(const std::string& bytes, const std::string& folder = "");
 
 }  // namespace tessera::graph

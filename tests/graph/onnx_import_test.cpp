@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -412,6 +413,59 @@ TEST(GraphCli, OutputsNeverReplaceInputsDevicesOrOtherKindsOfFile) {
   EXPECT_EQ(again.exit_code, 0) << "an earlier .npy output may be replaced: " << again.out;
   std::remove(out.c_str());
   std::remove(db.c_str());
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// torch's default exporter keeps the weights in `model.onnx.data` beside the model.
+TEST(GraphOnnxImport, ReadsWeightsKeptInAnExternalDataFile) {
+  onnx::ModelProto m = small_model();
+  onnx::TensorProto* w = m.mutable_graph()->mutable_initializer(0);
+  ASSERT_EQ(w->name(), "w");
+  const std::string raw = w->raw_data();
+  const std::string dir = ::testing::TempDir() + "/external_data";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream data(dir + "/weights.bin", std::ios::binary);
+    data << std::string(16, 'x') << raw;
+  }
+  w->clear_raw_data();
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto entry = [&](const std::string& key, const std::string& value) {
+    onnx::StringStringEntryProto* e = w->add_external_data();
+    e->set_key(key);
+    e->set_value(value);
+  };
+  entry("location", "weights.bin");
+  entry("offset", "16");
+  entry("length", std::to_string(raw.size()));
+  const std::string path = dir + "/model.onnx";
+  {
+    std::ofstream out(path, std::ios::binary);
+    m.SerializeToOstream(&out);
+  }
+  graph::Graph g = graph::import_onnx(path);
+  EXPECT_FLOAT_EQ(g.constants.at("w").data[1], 0.1f * -2);
+
+  // A location outside the model's folder, or bytes past the file's end, are one-line errors.
+  w->mutable_external_data(0)->set_value("../weights.bin");
+  EXPECT_NE(error_of(m).find("leaves the model's folder"), std::string::npos) << error_of(m);
+  {
+    std::ofstream out(path, std::ios::binary);
+    w->mutable_external_data(0)->set_value("weights.bin");
+    w->mutable_external_data(2)->set_value("999999");
+    m.SerializeToOstream(&out);
+  }
+  try {
+    graph::import_onnx(path);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lie outside"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
