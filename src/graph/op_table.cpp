@@ -1235,7 +1235,6 @@ OpDef gather() {
   d.name = "Gather";
   d.attributes = {"axis"};
   d.lowering = Lowering::kKernel;
-  d.kernel_inputs = {0};
   d.infer = [](const Node& n, const Graph& g) { return gather_spec(n, g).out; };
   d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
     const HostTensor& x = *in.at(0);
@@ -1255,18 +1254,18 @@ OpDef gather() {
   d.kernel = [](const Node& n, const Graph& g) {
     const std::vector<int64_t>& x = g.shape(n.inputs[0]);
     GatherSpec s = gather_spec(n, g);
-    constexpr size_t kMaxIndices = 256;
-    if (s.indices.size() > kMaxIndices)
-      throw_error("{}: gathers {} constant indices from a runtime tensor (at most {})", n.where(),
-                  s.indices.size(), kMaxIndices);
     Tensor in = placeholder(x, DType::kFloat32, "in");
+    // The indices as the kernel's second argument (float32, exact below 2^24, as every array of
+    // a model), read where they are not an arithmetic progression (a contiguous or strided run,
+    // which is an affine index).
+    Tensor indices =
+        placeholder({static_cast<int64_t>(s.indices.size())}, DType::kFloat32, "indices");
     auto q = static_cast<int64_t>(s.index_shape.size());
-    // An arithmetic progression (a contiguous or strided run) is an affine index; any other
-    // list is a chain of selects over the flat position in the index tensor.
     bool affine = true;
     int64_t stride = s.indices.size() > 1 ? s.indices[1] - s.indices[0] : 0;
     for (size_t i = 1; i < s.indices.size(); ++i)
       affine = affine && s.indices[i] - s.indices[i - 1] == stride;
+    const int dim = static_cast<int>(x[s.axis]);
     Tensor out = compute(
         s.out,
         [&](const std::vector<Var>& at) {
@@ -1277,10 +1276,8 @@ OpDef gather() {
           if (affine) {
             source = flat * static_cast<int>(stride) + static_cast<int>(s.indices[0]);
           } else {
-            source = Expr(static_cast<int>(s.indices.back()));
-            for (size_t i = s.indices.size() - 1; i-- > 0;)
-              source = select(eq(flat, Expr(static_cast<int>(i))),
-                              Expr(static_cast<int>(s.indices[i])), source);
+            Expr raw = cast(DType::kInt32, indices(flat));
+            source = min(max(select(raw < Expr(0), raw + dim, raw), Expr(0)), Expr(dim - 1));
           }
           std::vector<Expr> idx(at.begin(), at.begin() + s.axis);
           idx.push_back(source);
@@ -1288,7 +1285,7 @@ OpDef gather() {
           return in(idx);
         },
         "out", axis_names(s.out.size()));
-    return finish_kernel("gather", {in, out});
+    return finish_kernel("gather", {in, indices, out});
   };
   return d;
 }

@@ -3,6 +3,7 @@
 // import.
 #include "graph/op_table.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "graph/executor.h"
@@ -186,6 +187,25 @@ TEST(OpTable, ConvTransposeMatchesTheReference) {
       {{"strides", std::vector<int64_t>{2, 2}}, {"output_shape", std::vector<int64_t>{8, 8}}}));
   EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 3, 8, 8}));
   EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+}
+
+// Constant indices from a runtime tensor: a strided run (an affine index), a scattered list read
+// from the kernel's index argument, negative indices counted from the end.
+TEST(OpTable, GatherWithConstantIndicesMatchesTheReference) {
+  const std::vector<HostTensor> lists = {
+      {{3}, {0, 2, 4}, true},
+      {{2, 3}, {5, -1, 0, 3, 3, -6}, true},
+      {{}, {-2}, true},
+  };
+  for (int64_t axis : {0, 1}) {
+    for (size_t i = 0; i < lists.size(); ++i) {
+      SCOPED_TRACE(fmt::format("axis {} list {}", axis, i));
+      GraphBuilder b(29);
+      std::string x = b.input({6, 6, 2});
+      Graph g = b.finish(b.node("Gather", {x, b.constant(lists[i])}, {{"axis", axis}}));
+      EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-6);
+    }
+  }
 }
 
 TEST(OpTable, DynamicShapeArithmeticIsOneClearError) {
