@@ -11,6 +11,7 @@
 
 #include "cli/validators.h"
 #include "db/record_db.h"
+#include "graph/choose_schedule.h"
 #include "graph/executor.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
@@ -28,100 +29,6 @@ std::string task_name(const std::string& node, size_t index) {
   return usable ? node : fmt::format("k{}", index);
 }
 
-// Per workload, the smallest of the executors' in-model milliseconds over `rounds` profiles
-// (each the median of `repeat` runs of every step in the model's order).
-std::map<std::string, double> in_model_ms(const graph::Executor& ex, int rounds, int repeat) {
-  std::map<std::string, double> best;
-  for (int r = 0; r < rounds; ++r) {
-    std::vector<double> ms = ex.profile(repeat);
-    for (size_t i = 0; i < ms.size(); ++i) {
-      const graph::KernelInfo& k = ex.kernels()[i];
-      double per_use = ms[i] / std::max(k.uses, 1);
-      auto [it, fresh] = best.emplace(k.workload, per_use);
-      if (!fresh) it->second = std::min(it->second, per_use);
-    }
-  }
-  return best;
-}
-
-// The other configurations re-timed with each workload's best (its pick's candidates), fastest
-// first, at most `most` of them.
-std::map<std::string, std::vector<std::string>> runners_up(const graph::Executor& with_records,
-                                                           const std::string& db_path,
-                                                           size_t most) {
-  RecordDb db = RecordDb::open(db_path, RecordDb::Mode::kReadOnly);
-  const std::string target = detect_target().key();
-  std::map<std::string, std::vector<std::string>> out;
-  for (const graph::KernelInfo& k : with_records.kernels()) {
-    if (k.schedule != "db") continue;
-    std::optional<Pick> pick = db.current_pick(k.workload, target);
-    if (!pick) continue;
-    std::vector<PickCandidate> c = pick->candidates;
-    std::stable_sort(c.begin(), c.end(), [](const PickCandidate& a, const PickCandidate& b) {
-      return a.median < b.median;
-    });
-    for (const PickCandidate& candidate : c) {
-      if (candidate.strategy == k.strategy || !std::isfinite(candidate.median) ||
-          candidate.median <= 0 || out[k.workload].size() >= most)
-        continue;
-      out[k.workload].push_back(candidate.strategy);
-    }
-  }
-  return out;
-}
-
-// Tuning times each kernel alone in a worker; inside the model its inputs, weights and threads
-// are in another state, and a configuration that won alone can lose there (ResNet-18's tuned
-// 7x7x512 layers: 2.2 ms alone, 3.0 in the model against 2.2 for the default; its default 28x28
-// Winograd product ran 2.4x its time alone there, the tuned one 1.5x). So the model is profiled
-// with its tuned kernels, with its default ones and with each workload's runners-up of the
-// re-timing (all workloads at their n-th runner-up in one profile), and each workload keeps
-// whichever ran fastest in the model.
-void choose_in_model(const graph::Graph& g, graph::ExecutorParams& params,
-                     const graph::Executor& with_records) {
-  bool any_tuned = false;
-  for (const graph::KernelInfo& k : with_records.kernels()) any_tuned |= k.schedule == "db";
-  if (!any_tuned) return;
-  graph::ExecutorParams plain = params;
-  plain.db.clear();
-  std::map<std::string, double> best_ms = in_model_ms(with_records, 2, 10);
-  std::map<std::string, double> default_ms = in_model_ms(graph::Executor::compile(g, plain), 2, 10);
-  std::map<std::string, std::vector<std::string>> others = runners_up(with_records, params.db, 4);
-  size_t rounds = 0;
-  for (const auto& [w, list] : others) rounds = std::max(rounds, list.size());
-  std::map<std::string, std::pair<double, std::string>> fastest;  // ms, strategy ("": the best)
-  for (const auto& [w, ms] : best_ms) fastest[w] = {ms, ""};
-  for (size_t r = 0; r < rounds; ++r) {
-    graph::ExecutorParams trial = params;
-    for (const auto& [w, list] : others)
-      if (r < list.size()) trial.strategies[w] = list[r];
-    std::map<std::string, double> ms = in_model_ms(graph::Executor::compile(g, trial), 2, 10);
-    for (const auto& [w, strategy] : trial.strategies) {
-      auto it = fastest.find(w);
-      if (it != fastest.end() && ms.count(w) && ms.at(w) < it->second.first)
-        it->second = {ms.at(w), strategy};
-    }
-  }
-  for (const graph::KernelInfo& k : with_records.kernels()) {
-    if (k.schedule != "db") continue;
-    double t = best_ms.at(k.workload), d = default_ms.at(k.workload);
-    const auto& [fast_ms, strategy] = fastest.at(k.workload);
-    if (d < fast_ms) {
-      params.skip_records.insert(k.workload);
-      std::cerr << fmt::format(
-          "compile: in the model the default configuration of {} ran {:.3f} ms against the "
-          "tuned {:.3f} ms: it keeps the default\n",
-          k.workload, d, t);
-    } else if (!strategy.empty()) {
-      params.strategies[k.workload] = strategy;
-      std::cerr << fmt::format(
-          "compile: in the model a runner-up of the re-timing of {} ran {:.3f} ms against the "
-          "best's {:.3f} ms: it takes the runner-up\n",
-          k.workload, fast_ms, t);
-    }
-  }
-}
-
 // Builds the model with the DB's best configurations (default ones where it has none, or where
 // the default ran faster inside the model) and writes it as one shared object.
 int write_library(const graph::Graph& g, const CompileArgs& args) {
@@ -129,12 +36,9 @@ int write_library(const graph::Graph& g, const CompileArgs& args) {
   if (std::filesystem::exists(args.tune.db)) params.db = args.tune.db;
   params.threads = args.tune.threads;
   try {
-    graph::Executor ex = graph::Executor::compile(g, params);
-    if (!params.db.empty() && args.model_check) {
-      choose_in_model(g, params, ex);
-      if (!params.skip_records.empty() || !params.strategies.empty())
-        ex = graph::Executor::compile(g, params);
-    }
+    graph::Executor ex = graph::compile_model(
+        g, params, args.model_check,
+        [](const std::string& line) { std::cerr << "compile: " << line << "\n"; });
     graph::ExportOptions options;
     options.model = args.model;
     graph::Executor::MemoryPlan memory = ex.export_library(args.output, options);

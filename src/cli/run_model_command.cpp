@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/validators.h"
+#include "graph/choose_schedule.h"
 #include "graph/compiled_model.h"
 #include "graph/executor.h"
 #include "graph/npy.h"
@@ -228,7 +229,7 @@ int run_model(const RunModelArgs& args) {
   params.threads = args.threads;
   graph::Executor ex;
   try {
-    ex = graph::Executor::compile(g, params);
+    ex = graph::compile_model(g, params);
   } catch (const graph::KernelBuildError& e) {
     std::cerr << "tessera: error: " << e.what() << "\n";
     return kExitWrong;

@@ -1,5 +1,6 @@
-// Planning maps each node to kernel steps over value slots; compiling turns every distinct
-// kernel into one loaded module; running calls the steps in order.
+// Planning maps each node to kernel steps over value slots (the schedule of each library kernel
+// comes from graph/choose_schedule.h); building compiles every distinct kernel into one loaded
+// module and lays values out in one arena; running calls the steps in order.
 #include "graph/executor.h"
 
 #include <fmt/format.h>
@@ -11,19 +12,15 @@
 #include <optional>
 
 #include "codegen/codegen_c.h"
-#include "db/record_db.h"
+#include "graph/choose_schedule.h"
 #include "graph/kernels.h"
 #include "graph/op_attrs.h"
 #include "graph/op_table.h"
 #include "graph/passes.h"
 #include "graph/winograd.h"
-#include "measure/target.h"
-#include "ops/templates.h"
 #include "ops/workload.h"
 #include "runtime/isa.h"
 #include "runtime/parallel_jobs.h"
-#include "schedule/rules.h"
-#include "schedule/strategy_parser.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -39,23 +36,6 @@ HostTensor to_host(const NDArray& a, const std::vector<int64_t>& shape) {
 }
 
 namespace {
-
-// Every knob at its first value, which the templates order as their plainest choice, except
-// that the outer loop runs in parallel where a `parallel` knob offers it: the fallback for a
-// kernel whose default configuration (ops/templates.h) does not apply.
-Config first_values_config(const ConfigSpace& space, bool parallel) {
-  Config c = space.from_index(0);
-  if (!parallel) return c;
-  for (size_t k = 0; k < space.knobs().size(); ++k) {
-    const Knob& knob = space.knobs()[k];
-    bool is_parallel =
-        knob.name == "parallel" || (knob.name.size() > 9 && knob.name.ends_with(".parallel"));
-    if (!is_parallel) continue;
-    for (size_t v = 0; v < knob.labels.size(); ++v)
-      if (knob.labels[v] == "outer") c.choice[k] = static_cast<int>(v);
-  }
-  return c;
-}
 
 // OIHW weights as [O/block][I][H][W][block], the layout of conv2d's WB=block.
 HostTensor packed_conv_weights(const HostTensor& t, int64_t block) {
@@ -116,12 +96,7 @@ class Planner {
   // With `collect` set the planner only lists the library workloads it meets, in order.
   Planner(const Graph& g, const ExecutorParams& p, Executor& ex,
           std::vector<PlannedWorkload>* collect = nullptr)
-      : g_(g), params_(p), ex_(ex), collect_(collect) {
-    if (!p.db.empty()) {
-      db_.emplace(RecordDb::open(p.db, RecordDb::Mode::kReadOnly));
-      target_key_ = detect_target().key();
-    }
-  }
+      : g_(g), params_(p), ex_(ex), collect_(collect), chooser_(collect ? ExecutorParams{} : p) {}
 
   void plan() {
     for (const std::string& v : g_.inputs) {
@@ -232,69 +207,15 @@ class Planner {
     ++ex_.kernels_[kernel].uses;
   }
 
-  // A library operator under the best recorded configuration, else the template's default.
+  // A library operator under the schedule the chooser picks (graph/choose_schedule.h).
   void library_step(const std::string& text, std::vector<size_t> args) {
     std::string key = canonical_workload(text);
     if (collect_) return collect_->push_back({key, node_->name});
     auto it = kernel_index_.find(key);
     if (it != kernel_index_.end()) return add_step(it->second, std::move(args));
-    Workload w = parse_workload(key);
-    OpInstance op = instantiate(w);
-    KernelInfo info{key, "plain", "", 0, ""};
-    Program program = op.program;
-    std::optional<std::string> strategy;
-    if (auto chosen = params_.strategies.find(key); chosen != params_.strategies.end()) {
-      strategy = chosen->second;
-    } else if (db_ && !params_.skip_records.count(key)) {
-      if (std::optional<Record> best = db_->best(key, target_key_))
-        strategy = best->result.strategy;
-    }
-    if (strategy) {
-      RewriteResult<Program> r = parse_strategy(*strategy)(op.program);
-      if (r) {
-        program = r.program();
-        info.schedule = "db";
-        info.strategy = *strategy;
-      }
-    }
-    if (info.schedule == "plain") {
-      ConfigSpace space = space_for(w);
-      int threads = default_threads(op, num_threads());
-      bool parallel = threads > 1;
-      for (const Config& c :
-           {default_config(space, w, threads), first_values_config(space, parallel)}) {
-        ProgramStrategy s = space.instantiate(c);
-        RewriteResult<Program> r = s(op.program);
-        if (!r) continue;
-        program = r.program();
-        info.schedule = "default";
-        info.strategy = s.text();
-        break;
-      }
-    }
-    if (std::optional<ProgramStrategy> in_model = in_model_strategy(w)) {
-      if (RewriteResult<Program> r = (*in_model)(program)) {
-        program = r.program();
-        info.in_model = in_model->text();
-      }
-    }
-    add_kernel(key, std::move(info), codegen_c(program, entry_options()), std::move(args));
-  }
-
-  // What a kernel needs in a model and not alone. Tuning times a convolution back to back, its
-  // weights in cache, so it cannot see that in a model (ResNet-18: 54 MB of weights, more than
-  // the L3) a layer's weights come from DRAM; there the hardware prefetcher trails the weight
-  // stream, and hints 16 KB ahead hide the misses (7x7x512 with its weights flushed: 1.11 ->
-  // 0.88 ms; in cache 0.674 -> 0.677, Xeon AVX-512, 2 threads). Below a megabyte of weights
-  // (MobileNet-v2's layers, 14 MB in all) the hints only cost issue slots.
-  static std::optional<ProgramStrategy> in_model_strategy(const Workload& w) {
-    if (w.op != "conv2d_nchwc") return std::nullopt;
-    const int64_t k = w.get("K");
-    const int64_t weight_bytes = w.get("O") * w.get("C") * k * k * 4;
-    if (weight_bytes < (int64_t{1} << 20)) return std::nullopt;
-    // Each step of ib moves the weights on by one output block of floats.
-    const int64_t step_bytes = w.get_or("CB", 16) * 4;
-    return prefetch("weight", "ib", 16 * 1024 / step_bytes);
+    ChosenSchedule chosen = chooser_.choose(key);
+    add_kernel(key, std::move(chosen.info), codegen_c(chosen.program, entry_options()),
+               std::move(args));
   }
 
   // Every kernel gets its own entry point name, so that all of them can link into one library.
@@ -768,8 +689,7 @@ class Planner {
   Executor& ex_;
   std::vector<PlannedWorkload>* collect_;
   const Node* node_ = nullptr;
-  std::optional<RecordDb> db_;
-  std::string target_key_;
+  ScheduleChooser chooser_;
   std::map<std::string, size_t> slots_;  // values in NCHW (or their own shape)
   std::map<std::pair<std::string, int64_t>, size_t> blocked_slots_;  // (value, block) -> slot
   std::map<std::string, int64_t> produced_block_;  // values a blocked node wrote: their block

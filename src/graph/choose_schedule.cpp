@@ -1,0 +1,209 @@
+#include "graph/choose_schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "measure/target.h"
+#include "ops/templates.h"
+#include "runtime/module.h"
+#include "schedule/rules.h"
+#include "schedule/strategy_parser.h"
+
+namespace tessera::graph {
+
+// Every knob at its first value, which the templates order as their plainest choice, except
+// that the outer loop runs in parallel where a `parallel` knob offers it: the fallback for a
+// kernel whose default configuration (ops/templates.h) does not apply.
+Config first_values_config(const ConfigSpace& space, bool parallel) {
+  Config c = space.from_index(0);
+  if (!parallel) return c;
+  for (size_t k = 0; k < space.knobs().size(); ++k) {
+    const Knob& knob = space.knobs()[k];
+    bool is_parallel =
+        knob.name == "parallel" || (knob.name.size() > 9 && knob.name.ends_with(".parallel"));
+    if (!is_parallel) continue;
+    for (size_t v = 0; v < knob.labels.size(); ++v)
+      if (knob.labels[v] == "outer") c.choice[k] = static_cast<int>(v);
+  }
+  return c;
+}
+
+// What a kernel needs in a model and not alone. Tuning times a convolution back to back, its
+// weights in cache, so it cannot see that in a model (ResNet-18: 54 MB of weights, more than
+// the L3) a layer's weights come from DRAM; there the hardware prefetcher trails the weight
+// stream, and hints 16 KB ahead hide the misses (7x7x512 with its weights flushed: 1.11 ->
+// 0.88 ms; in cache 0.674 -> 0.677, Xeon AVX-512, 2 threads). Below a megabyte of weights
+// (MobileNet-v2's layers, 14 MB in all) the hints only cost issue slots.
+std::optional<ProgramStrategy> in_model_strategy(const Workload& w) {
+  if (w.op != "conv2d_nchwc") return std::nullopt;
+  const int64_t k = w.get("K");
+  const int64_t weight_bytes = w.get("O") * w.get("C") * k * k * 4;
+  if (weight_bytes < (int64_t{1} << 20)) return std::nullopt;
+  // Each step of ib moves the weights on by one output block of floats.
+  const int64_t step_bytes = w.get_or("CB", 16) * 4;
+  return prefetch("weight", "ib", 16 * 1024 / step_bytes);
+}
+
+ScheduleChooser::ScheduleChooser(const ExecutorParams& params) : params_(params) {
+  if (!params.db.empty()) {
+    db_.emplace(RecordDb::open(params.db, RecordDb::Mode::kReadOnly));
+    target_key_ = detect_target().key();
+  }
+}
+
+ChosenSchedule ScheduleChooser::choose(const std::string& key) const {
+  Workload w = parse_workload(key);
+  OpInstance op = instantiate(w);
+  KernelInfo info{key, "plain", "", 0, ""};
+  Program program = op.program;
+  std::optional<std::string> strategy;
+  if (auto chosen = params_.strategies.find(key); chosen != params_.strategies.end()) {
+    strategy = chosen->second;
+  } else if (db_ && !params_.skip_records.count(key)) {
+    if (std::optional<Record> best = db_->best(key, target_key_)) strategy = best->result.strategy;
+  }
+  if (strategy) {
+    RewriteResult<Program> r = parse_strategy(*strategy)(op.program);
+    if (r) {
+      program = r.program();
+      info.schedule = "db";
+      info.strategy = *strategy;
+    }
+  }
+  if (info.schedule == "plain") {
+    ConfigSpace space = space_for(w);
+    int threads = default_threads(op, num_threads());
+    bool parallel = threads > 1;
+    for (const Config& c :
+         {default_config(space, w, threads), first_values_config(space, parallel)}) {
+      ProgramStrategy s = space.instantiate(c);
+      RewriteResult<Program> r = s(op.program);
+      if (!r) continue;
+      program = r.program();
+      info.schedule = "default";
+      info.strategy = s.text();
+      break;
+    }
+  }
+  if (std::optional<ProgramStrategy> in_model = in_model_strategy(w)) {
+    if (RewriteResult<Program> r = (*in_model)(program)) {
+      program = r.program();
+      info.in_model = in_model->text();
+    }
+  }
+  return {std::move(program), std::move(info)};
+}
+
+namespace {
+
+// Per workload, the smallest of the executors' in-model milliseconds over `rounds` profiles
+// (each the median of `repeat` runs of every step in the model's order).
+std::map<std::string, double> in_model_ms(const Executor& ex, int rounds, int repeat) {
+  std::map<std::string, double> best;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<double> ms = ex.profile(repeat);
+    for (size_t i = 0; i < ms.size(); ++i) {
+      const KernelInfo& k = ex.kernels()[i];
+      double per_use = ms[i] / std::max(k.uses, 1);
+      auto [it, fresh] = best.emplace(k.workload, per_use);
+      if (!fresh) it->second = std::min(it->second, per_use);
+    }
+  }
+  return best;
+}
+
+// The other configurations re-timed with each workload's best (its pick's candidates), fastest
+// first, at most `most` of them.
+std::map<std::string, std::vector<std::string>> runners_up(const Executor& with_records,
+                                                           const std::string& db_path,
+                                                           size_t most) {
+  RecordDb db = RecordDb::open(db_path, RecordDb::Mode::kReadOnly);
+  const std::string target = detect_target().key();
+  std::map<std::string, std::vector<std::string>> out;
+  for (const KernelInfo& k : with_records.kernels()) {
+    if (k.schedule != "db") continue;
+    std::optional<Pick> pick = db.current_pick(k.workload, target);
+    if (!pick) continue;
+    std::vector<PickCandidate> c = pick->candidates;
+    std::stable_sort(c.begin(), c.end(), [](const PickCandidate& a, const PickCandidate& b) {
+      return a.median < b.median;
+    });
+    for (const PickCandidate& candidate : c) {
+      if (candidate.strategy == k.strategy || !std::isfinite(candidate.median) ||
+          candidate.median <= 0 || out[k.workload].size() >= most)
+        continue;
+      out[k.workload].push_back(candidate.strategy);
+    }
+  }
+  return out;
+}
+
+// Tuning times each kernel alone in a worker; inside the model its inputs, weights and threads
+// are in another state, and a configuration that won alone can lose there (ResNet-18's tuned
+// 7x7x512 layers: 2.2 ms alone, 3.0 in the model against 2.2 for the default; its default 28x28
+// Winograd product ran 2.4x its time alone there, the tuned one 1.5x). So the model is profiled
+// with its tuned kernels, with its default ones and with each workload's runners-up of the
+// re-timing (all workloads at their n-th runner-up in one profile), and each workload keeps
+// whichever ran fastest in the model.
+}  // namespace
+
+void choose_in_model(const Graph& g, ExecutorParams& params, const Executor& with_records,
+                     const std::function<void(const std::string&)>& log) {
+  bool any_tuned = false;
+  for (const KernelInfo& k : with_records.kernels()) any_tuned |= k.schedule == "db";
+  if (!any_tuned) return;
+  ExecutorParams plain = params;
+  plain.db.clear();
+  std::map<std::string, double> best_ms = in_model_ms(with_records, 2, 10);
+  std::map<std::string, double> default_ms = in_model_ms(Executor::compile(g, plain), 2, 10);
+  std::map<std::string, std::vector<std::string>> others = runners_up(with_records, params.db, 4);
+  size_t rounds = 0;
+  for (const auto& [w, list] : others) rounds = std::max(rounds, list.size());
+  std::map<std::string, std::pair<double, std::string>> fastest;  // ms, strategy ("": the best)
+  for (const auto& [w, ms] : best_ms) fastest[w] = {ms, ""};
+  for (size_t r = 0; r < rounds; ++r) {
+    ExecutorParams trial = params;
+    for (const auto& [w, list] : others)
+      if (r < list.size()) trial.strategies[w] = list[r];
+    std::map<std::string, double> ms = in_model_ms(Executor::compile(g, trial), 2, 10);
+    for (const auto& [w, strategy] : trial.strategies) {
+      auto it = fastest.find(w);
+      if (it != fastest.end() && ms.count(w) && ms.at(w) < it->second.first)
+        it->second = {ms.at(w), strategy};
+    }
+  }
+  for (const KernelInfo& k : with_records.kernels()) {
+    if (k.schedule != "db") continue;
+    double t = best_ms.at(k.workload), d = default_ms.at(k.workload);
+    const auto& [fast_ms, strategy] = fastest.at(k.workload);
+    if (d < fast_ms) {
+      params.skip_records.insert(k.workload);
+      if (log)
+        log(fmt::format(
+            "in the model the default configuration of {} ran {:.3f} ms against the tuned "
+            "{:.3f} ms: it keeps the default",
+            k.workload, d, t));
+    } else if (!strategy.empty()) {
+      params.strategies[k.workload] = strategy;
+      if (log)
+        log(fmt::format(
+            "in the model a runner-up of the re-timing of {} ran {:.3f} ms against the best's "
+            "{:.3f} ms: it takes the runner-up",
+            k.workload, fast_ms, t));
+    }
+  }
+}
+
+Executor compile_model(const Graph& g, ExecutorParams& params, bool in_model_check,
+                       const std::function<void(const std::string&)>& log) {
+  Executor ex = Executor::compile(g, params);
+  if (params.db.empty() || !in_model_check) return ex;
+  choose_in_model(g, params, ex, log);
+  if (params.skip_records.empty() && params.strategies.empty()) return ex;
+  return Executor::compile(g, params);
+}
+
+}  // namespace tessera::graph
