@@ -14,6 +14,7 @@
 #include "cli/tune_all_command.h"
 #include "cli/tune_command.h"
 #include "cli/validators.h"
+#include "graph/op_table.h"
 #include "ops/evaluate.h"
 #include "ops/workload.h"
 #include "runtime/isa.h"
@@ -117,7 +118,37 @@ int run_command(const RunArgs& args) {
   return ev.checked && !ev.correct ? kExitWrong : 0;
 }
 
-int ops_command() {
+// The graph layer's operator table: what a model may contain, and how each runs.
+int graph_ops_command() {
+  for (const graph::OpDef& def : graph::op_table()) {
+    const char* how = "";
+    switch (def.lowering) {
+      case graph::Lowering::kPlanner:
+        how = "library operators and layout-aware kernels";
+        break;
+      case graph::Lowering::kElementwise:
+        how = "elementwise (runs in channel blocks)";
+        break;
+      case graph::Lowering::kView:
+        how = "view (no kernel)";
+        break;
+      case graph::Lowering::kKernel:
+        how = "te kernel";
+        break;
+      case graph::Lowering::kFolded:
+        how = "folded at import";
+        break;
+    }
+    std::cout << fmt::format("{:<20} {}{}\n", def.name, how,
+                             def.attributes.empty()
+                                 ? ""
+                                 : fmt::format(" [{}]", fmt::join(def.attributes, ", ")));
+  }
+  return 0;
+}
+
+int ops_command(bool graph_ops) {
+  if (graph_ops) return graph_ops_command();
   for (const OpDef& def : op_registry()) {
     std::vector<std::string> kv;
     for (const std::string& k : def.keys) kv.push_back(k + "=");
@@ -166,7 +197,10 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "Print the result as JSON");
   run_cmd->add_flag("--no-check", run.no_check, "Skip the comparison with the naive reference");
 
-  app.add_subcommand("ops", "List the operators and their workload keys");
+  bool graph_ops = false;
+  app.add_subcommand("ops", "List the operators and their workload keys")
+      ->add_flag("--graph", graph_ops,
+                 "List the ONNX operators a model may contain instead, and how each runs");
   auto db_commands = add_db_commands(app);
   TuneCommands tune_commands = add_tune_commands(app);
   TuneAllCommand tune_all_cmd = add_tune_all_command(app);
@@ -202,5 +236,5 @@ int main(int argc, char** argv) {
   if (std::optional<int> code = run_run_model_command(run_model_cmd)) return *code;
   if (std::optional<int> code = run_compile_command(compile_cmd)) return *code;
   if (std::optional<int> code = run_db_commands(*db_commands)) return *code;
-  return ops_command();
+  return ops_command(graph_ops);
 }

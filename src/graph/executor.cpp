@@ -380,10 +380,17 @@ class Planner {
     int64_t batch = num_elements(as) / (m * k);
     size_t raw = n.epilogue.empty() ? output_slot(n) : new_array(out_shape);
     std::vector<size_t> args{slot(n.inputs[0]), slot(n.inputs[1]), raw};
-    if (bs.size() == 2)
+    if (bs.size() == 2 && g_.is_constant(n.inputs[1])) {
+      // Constant weights (a transformer's projections): dense, which keeps them [out][in] and
+      // prepacks them, as Gemm's do; the plain matmul's default ran BERT's 128x768x3072 40 ms
+      // against dense's 2.5 (Zen AVX2, 2 threads).
+      args[1] = constant_array(transposed_2d(g_.constants.at(n.inputs[1])));
+      library_step(fmt::format("dense:B={},I={},O={}", batch * m, k, nn), args);
+    } else if (bs.size() == 2) {
       library_step(fmt::format("matmul:M={},N={},K={}", batch * m, nn, k), args);
-    else
+    } else {
       library_step(fmt::format("batch_matmul:B={},M={},N={},K={}", batch, m, nn, k), args);
+    }
     if (!n.epilogue.empty()) epilogue_step(n, raw, out_shape, {});
   }
 

@@ -39,7 +39,7 @@ std::vector<int64_t> constant_ints(const Node& n, const Graph& g, size_t i, cons
     throw_error("{}: {} '{}' is not a constant (dynamic shapes are not supported)", n.where(), what,
                 n.inputs[i]);
   std::vector<int64_t> out;
-  for (double d : it->second.data) out.push_back(static_cast<int64_t>(d));
+  for (double d : it->second.data) out.push_back(saturated_int(d));
   return out;
 }
 
@@ -304,6 +304,23 @@ void add_elementwise_rows(std::vector<OpDef>& t) {
         if (it != g.constants.end() && it->second.data.size() == 1)
           return std::vector<double>{1.0, it->second.data[0]};
         return std::vector<double>{0.0};
+      }));
+  // fmod=0: the remainder takes the divisor's sign (integers, Python's %); fmod=1: C's fmod.
+  t.push_back(elementwise(
+      "Mod", {"fmod"}, 2, 2,
+      [](const std::vector<double>& p, const std::vector<double>& x) {
+        double r = std::fmod(x[0], x[1]);
+        if (p[0] == 0 && r != 0 && (r < 0) != (x[1] < 0)) r += x[1];
+        return r;
+      },
+      [](const std::vector<double>& p, const std::vector<Expr>& x) {
+        Expr r = x[0] - cast(DType::kFloat32, cast(DType::kInt32, x[0] / x[1])) * x[1];
+        if (p[0] != 0) return r;
+        Expr opposite = (r < f32(0.0) && x[1] > f32(0.0)) || (r > f32(0.0) && x[1] < f32(0.0));
+        return select(opposite, r + x[1], r);
+      },
+      [](const Node& n, const Graph&) {
+        return std::vector<double>{static_cast<double>(n.attr_int("fmod", 0))};
       }));
   t.push_back(variadic(
       "Min", [](double a, double b) { return std::min(a, b); },
@@ -1349,7 +1366,7 @@ void add_folded_rows(std::vector<OpDef>& t) {
       },
       [](const Node& n, const Graph&, const std::vector<const HostTensor*>& in) {
         std::vector<int64_t> shape;
-        for (double d : in.at(0)->data) shape.push_back(static_cast<int64_t>(d));
+        for (double d : in.at(0)->data) shape.push_back(saturated_int(d));
         std::vector<double> value = n.attrs.count("value")
                                         ? std::get<std::vector<double>>(n.attrs.at("value"))
                                         : std::vector<double>{0.0};
@@ -1472,6 +1489,13 @@ int64_t broadcast_index(int64_t i, const std::vector<int64_t>& to,
     }
   }
   return src;
+}
+
+int64_t saturated_int(double d) {
+  if (std::isnan(d)) return 0;
+  if (d >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (d <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(d);
 }
 
 const std::vector<OpDef>& op_table() {

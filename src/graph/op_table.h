@@ -112,6 +112,10 @@ TeKernel pool2d_kernel(const Window2d& w, bool is_max);
 /// library's convolutions do not fit.
 TeKernel conv2d_kernel(const Window2d& w, bool bias);
 
+/// A constant's element as an integer: saturated at int64's ends (exporters write INT64_MAX for
+/// "to the end", which a double rounds to 2^63, past the largest int64).
+int64_t saturated_int(double d);
+
 /// Flat index into `from` (broadcast numpy-style to `to`) of flat index `i` of `to`.
 int64_t broadcast_index(int64_t i, const std::vector<int64_t>& to,
                         const std::vector<int64_t>& from);

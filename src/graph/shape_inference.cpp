@@ -143,7 +143,7 @@ std::vector<int64_t> reshape_target(const Node& n, const Graph& g) {
   std::vector<int64_t> out;
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < it->second.data.size(); ++i) {
-    auto d = static_cast<int64_t>(it->second.data[i]);
+    int64_t d = saturated_int(it->second.data[i]);
     if (d == 0 && n.attr_int("allowzero", 0) == 0) {
       if (i >= in.size()) throw_error("{}: shape copies a missing dimension {}", n.where(), i);
       d = in[i];
@@ -320,9 +320,13 @@ void infer_shapes(Graph& g) {
     if (!op) throw_error("{}: unsupported operator", n.where());
     std::vector<int64_t> s = op->infer(n, g);
     for (int64_t d : s)
-      if (d <= 0) throw_error("{}: inferred an empty shape {}", n.where(), shape_text(s));
+      if (d < 0) throw_error("{}: inferred a negative dimension {}", n.where(), shape_text(s));
     g.shapes[n.outputs[0]] = s;
     fold_shape_arithmetic(n, *op, g);
+    // An empty value is fine in shape arithmetic folded away (a Slice of a shape), not at run
+    // time.
+    if (num_elements(s) == 0 && !g.is_constant(n.outputs[0]))
+      throw_error("{}: inferred an empty shape {}", n.where(), shape_text(s));
     if (op->lowering == Lowering::kFolded && !g.is_constant(n.outputs[0]))
       throw_error("{}: its inputs are not constant (dynamic shapes are not supported)", n.where());
   }
