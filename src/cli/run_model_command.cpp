@@ -326,7 +326,8 @@ RunModelCommand add_run_model_command(CLI::App& app) {
   c.app->add_option("--db", a.db,
                     "Records DB: each kernel runs its best recorded configuration (default: the "
                     "templates' default configurations)");
-  c.app->add_option("--threads,-t", a.threads, "Threads (default: all cores)");
+  c.app->add_option("--threads,-t", a.threads, "Threads (default: all cores)")
+      ->check(thread_count());
   c.app->add_option("--repeat", a.repeat, "Timed repeats (median reported)")
       ->check(CLI::PositiveNumber);
   c.app->add_option("--seed", a.seed, "Seed of the random input");

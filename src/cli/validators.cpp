@@ -6,6 +6,8 @@ namespace tessera {
 
 namespace {
 
+constexpr int kMaxThreads = 1024;
+
 CLI::Validator at_least(double minimum, bool inclusive, std::string description, std::string what) {
   return CLI::Validator(
       [=](std::string& text) -> std::string {
@@ -29,7 +31,15 @@ CLI::Validator non_negative_number() {
 }
 
 CLI::Validator thread_count() {
-  return at_least(0, true, "THREADS", "0 (all cores) or more");
+  // An upper bound too: libgomp crashed creating 99,999 threads.
+  CLI::Validator at_most(
+      [](std::string& text) -> std::string {
+        return std::strtod(text.c_str(), nullptr) > kMaxThreads
+                   ? "must be at most " + std::to_string(kMaxThreads) + ", not " + text
+                   : std::string();
+      },
+      "");
+  return at_least(0, true, "THREADS", "0 (all cores) or more") & at_most;
 }
 
 CLI::Validator db_path() {

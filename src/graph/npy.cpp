@@ -75,11 +75,19 @@ HostTensor read_npy(const std::string& path) {
       if (c >= '0' && c <= '9') {
         digits += c;
       } else if (!digits.empty()) {
+        // Checked here: stoll throws past int64, and a product of large dimensions wraps.
+        if (digits.size() > 12) throw_error("dimension {} is too large", digits);
         t.shape.push_back(std::stoll(digits));
         digits.clear();
       }
     }
-    size_t count = static_cast<size_t>(num_elements(t.shape));
+    int64_t elements = 1;
+    for (int64_t d : t.shape) {
+      elements *= d;
+      if (elements > (int64_t{1} << 40))
+        throw_error("shape {} is too large (more than 2^40 elements)", shape_text(t.shape));
+    }
+    size_t count = static_cast<size_t>(elements);
     size_t data_at = offset + header_len;
     if (bytes.size() - data_at != count * elem)
       throw_error("holds {} data bytes, shape {} needs {}", bytes.size() - data_at,

@@ -6,7 +6,7 @@
 ///
 /// An elementwise operator is one row of scalar functions (`elementwise()`): its shape rule
 /// (numpy broadcasting), reference and kernel follow from them, it runs in channel blocks beside
-/// blocked convolutions, and consecutive ones can share a kernel.
+/// blocked convolutions.
 #pragma once
 
 #include <functional>

@@ -136,9 +136,18 @@ class Parser {
     return loops;
   }
 
+  // Nesting is bounded: the parser recurses once per level, and 50,000 levels overflowed the
+  // stack.
+  static constexpr int kMaxDepth = 256;
+
   ProgramStrategy parse_atom() {
     skip_space();
     size_t at = pos_;
+    if (++depth_ > kMaxDepth) fail(at, fmt::format("nested more than {} levels deep", kMaxDepth));
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     if (accept("(")) {
       ProgramStrategy s = parse_seq();
       expect(")");
@@ -253,6 +262,7 @@ class Parser {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

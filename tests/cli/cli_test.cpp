@@ -33,6 +33,8 @@ TEST(Cli, BadInputIsOneLineAndExitCode2) {
       {"run 'matmul:M=4,N=4,K=4' --strategy-file /nonexistent/strategy.txt",
        "cannot read strategy file"},
       {"run", "workload is required"},
+      {"run 'matmul:M=4,N=4,K=4' --threads 99999", "must be at most 1024"},
+      {"run-model /nonexistent.onnx --threads 99999", "must be at most 1024"},
       {"frobnicate", "frobnicate"},
   };
   for (const auto& [args, message] : cases) {
@@ -76,6 +78,15 @@ TEST(Cli, JsonResult) {
   EXPECT_GT(j["gflops"].get<double>(), 0);
   EXPECT_NE(j["program_after"].get<std::string>().find("parallel for o in 0..4"),
             std::string::npos);
+}
+
+TEST(Cli, OpsGraphListsTheOperatorTable) {
+  Outcome o = run_cli("ops --graph");
+  ASSERT_EQ(o.exit_code, 0);
+  for (const char* s : {"Conv ", "Sigmoid ", "LayerNormalization ", "Shape ", "folded at import",
+                        "elementwise (runs in channel blocks)", "view (no kernel)"}) {
+    EXPECT_NE(o.out.find(s), std::string::npos) << s;
+  }
 }
 
 TEST(Cli, OpsListsEveryOperatorWithItsKeys) {

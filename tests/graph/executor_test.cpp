@@ -365,6 +365,25 @@ TEST(GraphNpy, BadFilesAreOneLineErrors) {
   fclose(f);
   EXPECT_THROW(graph::read_npy(path), Error);
   EXPECT_THROW(graph::read_npy(path + ".missing"), Error);
+
+  // Header shapes past int64, or whose product is absurd, are errors before any allocation.
+  for (const std::string shape : {"(99999999999999999999999,)", "(4000000, 4000000, 4000000)"}) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    header.append(63 - (10 + header.size()) % 64, ' ');
+    header += '\n';
+    f = fopen(path.c_str(), "wb");
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(static_cast<int>(header.size() & 0xff), f);
+    fputc(static_cast<int>(header.size() >> 8), f);
+    fputs(header.c_str(), f);
+    fclose(f);
+    try {
+      graph::read_npy(path);
+      ADD_FAILURE() << shape;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("too large"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

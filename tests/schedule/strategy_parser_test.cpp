@@ -33,6 +33,23 @@ TEST(StrategyText, CombinatorsBehave) {
   EXPECT_TRUE(parse_strategy("")(op.program).ok());
 }
 
+// Deep nesting is refused with a clear error instead of overflowing the parser's stack.
+TEST(StrategyText, NestingDeeperThanTheLimitIsAnError) {
+  for (int depth : {50, 50000}) {
+    std::string text = std::string(depth, '(') + "id" + std::string(depth, ')');
+    if (depth <= 200) {
+      EXPECT_NO_THROW(parse_strategy(text));
+      continue;
+    }
+    try {
+      parse_strategy(text);
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("nested more than"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(StrategyText, ErrorsPointAtTheColumn) {
   auto message = [](const char* text) {
     try {
