@@ -804,6 +804,48 @@ std::pair<Expr, Expr> transposed_tap(Expr at, Expr k, int64_t stride, int64_t di
   return {ok, min(max(index, Expr(0)), Expr(static_cast<int>(size) - 1))};
 }
 
+// tessera.ZeroInsert (graph/passes.h lower_conv_transpose): (stride - 1) zeros between the
+// pixels of H and W and the given padding around them.
+OpDef zero_insert() {
+  OpDef d;
+  d.name = "tessera.ZeroInsert";
+  d.attributes = {"strides", "pads"};
+  d.lowering = Lowering::kKernel;
+  d.infer = [](const Node& n, const Graph& g) {
+    const std::vector<int64_t>& x = input_shape(n, g, 0);
+    std::vector<int64_t> s = n.attr_ints("strides", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
+    return std::vector<int64_t>{x[0], x[1], (x[2] - 1) * s[0] + 1 + p[0] + p[2],
+                                (x[3] - 1) * s[1] + 1 + p[1] + p[3]};
+  };
+  d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+    const HostTensor& x = *in.at(0);
+    std::vector<int64_t> s = n.attr_ints("strides", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
+    HostTensor out{g.shape(n.outputs[0]), {}, false};
+    out.data.assign(num_elements(out.shape), 0.0);
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      std::vector<int64_t> idx = unravel(i, x.shape);
+      idx[2] = idx[2] * s[0] + p[0];
+      idx[3] = idx[3] * s[1] + p[1];
+      out.data[ravel(idx, out.shape)] = x.data[i];
+    }
+    return out;
+  };
+  d.kernel = [](const Node& n, const Graph& g) {
+    const std::vector<int64_t>& x = g.shape(n.inputs[0]);
+    std::vector<int64_t> s = n.attr_ints("strides", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
+    Tensor in = placeholder(x, DType::kFloat32, "in");
+    Tensor out = compute(g.shape(n.outputs[0]),
+                         [&](Var b, Var c, Var y, Var xx) {
+                           auto [ok_y, iy] = transposed_tap(y, Expr(0), s[0], 1, -p[0], x[2], 1);
+                           auto [ok_x, ix] = transposed_tap(xx, Expr(0), s[1], 1, -p[1], x[3], 1);
+                           return select(ok_y && ok_x, in(b, c, iy, ix), f32(0.0));
+                         },
+                         "out", {"i0", "i1", "i2", "i3"});
+    return finish_kernel("zero_insert", {in, out});
+  };
+  return d;
+}
+
 OpDef conv_transpose() {
   OpDef d;
   d.name = "ConvTranspose";
@@ -1455,6 +1497,7 @@ std::vector<OpDef> make_table() {
   t.push_back(expand());
   t.push_back(gather());
   t.push_back(conv_transpose());
+  t.push_back(zero_insert());
   add_folded_rows(t);
   // Elementwise rows take their shape rule and reference from their scalar functions.
   for (OpDef& d : t) {

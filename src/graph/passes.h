@@ -12,6 +12,10 @@ namespace tessera::graph {
 /// Nodes whose inputs are all constants (a Reshape's shape, a Transpose of weights) are evaluated
 /// with the reference path and become constants.
 int fold_constants(Graph& g);
+/// A ConvTranspose with constant weights becomes a tessera.ZeroInsert of its input (zeros between
+/// the pixels, the padding around) and a stride-1 Conv with the weights flipped and their
+/// channel axes swapped, so it runs as every Conv does. Returns how many.
+int lower_conv_transpose(Graph& g);
 /// A BatchNormalization whose input is a Conv's output read by nothing else, with constant
 /// weights and statistics, is folded into the Conv: w' = w * s, b' = (b - mean) * s + beta with
 /// s = scale / sqrt(var + eps) per output channel.
@@ -72,9 +76,9 @@ struct PassOptions {
   /// keeps every convolution direct.
   bool winograd = true;
 };
-/// fold_constants, fold_batch_norm, fuse_epilogues, pad_channels (to the ISA's lanes, when the
-/// layout is blocked), eliminate_dead_nodes, choose_layouts, choose_conv_algorithms, in that order
-/// (the last two only with a blocked layout).
+/// fold_constants, lower_conv_transpose, fold_batch_norm, fuse_epilogues, pad_channels (to the
+/// ISA's lanes, when the layout is blocked), eliminate_dead_nodes, choose_layouts,
+/// choose_conv_algorithms, in that order (the last two only with a blocked layout).
 std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options = {});
 
 }  // namespace tessera::graph
