@@ -7,6 +7,7 @@
 
 #include "lower/lower.h"
 #include "ops/nn.h"
+#include "runtime/isa.h"
 #include "schedule/strategy_parser.h"
 #include "te/error.h"
 
@@ -110,6 +111,23 @@ TeKernel elementwise_kernel(const std::vector<int64_t>& full_out_shape,
   std::vector<int64_t> out_shape = full_out_shape;
   std::vector<std::vector<int64_t>> inputs = full_inputs;
   merge_dimensions(out_shape, inputs);
+  // The last dimension as rows of whole vectors, the innermost loop vectorized: the functions
+  // of the operator table (Sigmoid's exp) then run on whole vectors, not one libm call a lane
+  // (EfficientNet-B0's SiLU kernels took 14 of its 25 ms that way).
+  const int64_t lanes = target_isa().f32_lanes;
+  const bool vector = !out_shape.empty() && out_shape.back() % lanes == 0;
+  if (vector) {
+    for (std::vector<int64_t>& in : inputs) {
+      if (in.back() == out_shape.back()) {
+        in.back() /= lanes;
+        in.push_back(lanes);
+      } else {
+        in.push_back(1);
+      }
+    }
+    out_shape.back() /= lanes;
+    out_shape.push_back(lanes);
+  }
   std::vector<Tensor> args;
   for (size_t i = 0; i < inputs.size(); ++i)
     args.push_back(placeholder(inputs[i], DType::kFloat32, fmt::format("in{}", i)));
@@ -145,7 +163,8 @@ TeKernel elementwise_kernel(const std::vector<int64_t>& full_out_shape,
       },
       "out", axis_names(out_shape.size()));
   args.push_back(out);
-  return finish_kernel("elementwise", std::move(args));
+  return finish_kernel("elementwise", std::move(args),
+                       vector ? fmt::format("vectorize(i{})", out_shape.size() - 1) : "");
 }
 
 TeKernel transpose_kernel(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm) {
