@@ -97,6 +97,16 @@ int choose_layouts(Graph& g, int64_t block) {
       }
       continue;
     }
+    if (n.op == "Concat") {
+      // Along the channels, of blocked values whose channels fill whole blocks: the blocks are
+      // joined as they are, with no conversion to NCHW and back (DenseNet joins at every layer).
+      bool joins_blocks = normalize_axis(n, n.attr_int("axis", 0), 4) == 1;
+      for (const std::string& v : n.inputs)
+        joins_blocks = joins_blocks && blocked.count(v) && g.shape(v).size() == 4 &&
+                       g.shape(v)[1] % block == 0;
+      if (joins_blocks) mark(n);
+      continue;
+    }
     if (n.op == "GlobalAveragePool") {
       // Reads blocks; its [N][C][1][1] result is the same memory in either layout.
       n.attrs[kBlockAttr] = block;

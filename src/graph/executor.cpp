@@ -519,6 +519,17 @@ class Planner {
       return te_step(max_pool_blocked_kernel(blocked_shape(in, block), w.kh, w.sh, w.pt),
                      {blocked_slot(n.inputs[0], block), blocked_output_slot(n, block)});
     }
+    if (n.op == "Concat") {
+      // [N][C/b][H][W][b] joined along the blocks of channels.
+      std::vector<std::vector<int64_t>> shapes;
+      std::vector<size_t> args;
+      for (const std::string& v : n.inputs) {
+        shapes.push_back(blocked_shape(g_.shape(v), block));
+        args.push_back(blocked_slot(v, block));
+      }
+      args.push_back(blocked_output_slot(n, block));
+      return te_step(concat_kernel(shapes, 1), std::move(args));
+    }
     if (n.op == "GlobalAveragePool")
       return te_step(global_avg_pool_kernel(blocked_shape(in, block)),
                      {blocked_slot(n.inputs[0], block), output_slot(n)});

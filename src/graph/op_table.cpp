@@ -924,32 +924,6 @@ OpDef conv_transpose() {
 
 namespace {
 
-HostTensor softmax_reference(const HostTensor& x, int64_t axis, bool coerce_2d, bool log_softmax) {
-  auto rank = static_cast<int64_t>(x.shape.size());
-  int64_t outer = 1, len = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis)
-      outer *= x.shape[d];
-    else if (d == axis || coerce_2d)
-      len *= x.shape[d];
-    else
-      inner *= x.shape[d];
-  }
-  HostTensor out = x;
-  out.is_int = false;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      auto at = [&](int64_t j) { return (o * len + j) * inner + i; };
-      double mx = -std::numeric_limits<double>::infinity(), total = 0;
-      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, x.data[at(j)]);
-      for (int64_t j = 0; j < len; ++j) total += std::exp(x.data[at(j)] - mx);
-      for (int64_t j = 0; j < len; ++j)
-        out.data[at(j)] = log_softmax ? x.data[at(j)] - mx - std::log(total)
-                                      : std::exp(x.data[at(j)] - mx) / total;
-    }
-  return out;
-}
-
 OpDef log_softmax() {
   OpDef d;
   d.name = "LogSoftmax";
@@ -1534,6 +1508,32 @@ int64_t broadcast_index(int64_t i, const std::vector<int64_t>& to,
     }
   }
   return src;
+}
+
+HostTensor softmax_reference(const HostTensor& x, int64_t axis, bool coerce_2d, bool log_softmax) {
+  auto rank = static_cast<int64_t>(x.shape.size());
+  int64_t outer = 1, len = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis)
+      outer *= x.shape[d];
+    else if (d == axis || coerce_2d)
+      len *= x.shape[d];
+    else
+      inner *= x.shape[d];
+  }
+  HostTensor out = x;
+  out.is_int = false;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return (o * len + j) * inner + i; };
+      double mx = -std::numeric_limits<double>::infinity(), total = 0;
+      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, x.data[at(j)]);
+      for (int64_t j = 0; j < len; ++j) total += std::exp(x.data[at(j)] - mx);
+      for (int64_t j = 0; j < len; ++j)
+        out.data[at(j)] = log_softmax ? x.data[at(j)] - mx - std::log(total)
+                                      : std::exp(x.data[at(j)] - mx) / total;
+    }
+  return out;
 }
 
 int64_t saturated_int(double d) {

@@ -100,6 +100,10 @@ HostTensor reference_builtin(const Node& n, const Graph& g,
 /// `inputs` (the node's inputs 1.. in the order the kernel takes them).
 ElementwiseStep scalar_step(const Node& n, const Graph& g, std::vector<int> inputs);
 
+/// The reference of Softmax and LogSoftmax along `axis` (before opset 13, `coerce_2d`: over
+/// every dimension from `axis` on).
+HostTensor softmax_reference(const HostTensor& x, int64_t axis, bool coerce_2d, bool log_softmax);
+
 /// Softmax (or LogSoftmax) along any axis of `shape`: the lowering where the library's
 /// row-wise softmax does not fit.
 TeKernel softmax_kernel(const std::vector<int64_t>& shape, int64_t axis, bool log_softmax);

@@ -144,27 +144,7 @@ HostTensor gemm(const Node& n, const HostTensor& a, const HostTensor& b, const H
 HostTensor softmax(const Node& n, const Graph& g, const HostTensor& x) {
   auto rank = static_cast<int64_t>(x.shape.size());
   int64_t axis = normalize_axis(n, n.attr_int("axis", g.opset >= 13 ? -1 : 1), rank);
-  // Before opset 13 the input is coerced to 2-D at `axis`; from 13 the softmax runs along `axis`
-  // alone. Both are rows of `inner` elements with a stride.
-  int64_t outer = 1, len = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis)
-      outer *= x.shape[d];
-    else if (d == axis || g.opset < 13)
-      len *= x.shape[d];
-    else
-      inner *= x.shape[d];
-  }
-  HostTensor out = x;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      auto at = [&](int64_t j) { return (o * len + j) * inner + i; };
-      double mx = -std::numeric_limits<double>::infinity(), total = 0;
-      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, x.data[at(j)]);
-      for (int64_t j = 0; j < len; ++j) total += std::exp(x.data[at(j)] - mx);
-      for (int64_t j = 0; j < len; ++j) out.data[at(j)] = std::exp(x.data[at(j)] - mx) / total;
-    }
-  return out;
+  return softmax_reference(x, axis, g.opset < 13, false);
 }
 
 HostTensor concat(const Node& n, const std::vector<const HostTensor*>& in) {

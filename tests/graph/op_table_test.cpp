@@ -103,6 +103,29 @@ TEST(OpTable, SqueezeExciteStaysInChannelBlocks) {
   EXPECT_LE(conversions, 2) << "the output, and at most the tiny [1, 16, 1, 1] scale";
 }
 
+// DenseNet's pattern: convolutions joined along the channels stay in channel blocks, with no
+// conversion to NCHW around the Concat.
+TEST(OpTable, ConcatOfBlockedConvolutionsStaysBlocked) {
+  GraphBuilder b(30);
+  std::string x = b.input({1, 16, 8, 8});
+  std::string a = b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)});
+  std::string c = b.node("Relu", {b.conv(a, 16, 32, 1, 1, 0)});
+  std::string joined = b.node("Concat", {a, c}, {{"axis", int64_t{1}}});
+  Graph g = b.finish(b.conv(joined, 48, 16, 3, 1, 1));
+  Graph passed = g;
+  graph::run_default_passes(passed);
+  for (const graph::Node& n : passed.nodes)
+    if (n.op == "Concat") {
+      EXPECT_GT(n.attr_int(graph::kBlockAttr, 0), 0);
+    }
+  graph::Executor ex;
+  EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-5);
+  int from_blocked = 0;
+  for (const graph::KernelInfo& k : ex.kernels())
+    from_blocked += k.workload.find("from_blocked") != std::string::npos ? k.uses : 0;
+  EXPECT_EQ(from_blocked, 1) << "only the model's output";
+}
+
 TEST(OpTable, CeilModeChangesTheShapeOnlyWhereAWindowStartsInside) {
   GraphBuilder b(23);
   std::string x = b.input({1, 2, 8, 8});
