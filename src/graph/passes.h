@@ -43,9 +43,10 @@ inline constexpr const char* kBlockAttr = "tessera.block";
 int64_t channel_block(const Graph& g, int64_t lanes);
 /// Layout choice: Convs with constant weights and bias (group 1 with O and C multiples of `block`
 /// or C below it, or depthwise) and whose epilogue their kernel runs (per-channel constant adds,
-/// one residual, then Relu or Relu6) produce blocked values; MaxPool, Relu, Clip, Add and Mul of
-/// a blocked input whose other operands are blocked-shaped or per-channel constants stay
-/// blocked; GlobalAveragePool reads blocks. The executor converts where a blocked value meets a
+/// one residual, then Relu or Relu6) produce blocked values; MaxPool, Relu, Clip, Add, Mul and
+/// every elementwise row of the operator table of a blocked input whose other operands are
+/// blocked-shaped, per-channel constants or (one image) per-channel values stay blocked, and so
+/// does a Concat along the channels of blocked values; GlobalAveragePool reads blocks. The executor converts where a blocked value meets a
 /// node that reads NCHW, once per value. Returns how many nodes run blocked.
 int choose_layouts(Graph& g, int64_t block);
 
