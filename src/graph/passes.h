@@ -46,8 +46,9 @@ int64_t channel_block(const Graph& g, int64_t lanes);
 /// one residual, then Relu or Relu6) produce blocked values; MaxPool, Relu, Clip, Add, Mul and
 /// every elementwise row of the operator table of a blocked input whose other operands are
 /// blocked-shaped, per-channel constants or (one image) per-channel values stay blocked, and so
-/// does a Concat along the channels of blocked values; GlobalAveragePool reads blocks. The executor converts where a blocked value meets a
-/// node that reads NCHW, once per value. Returns how many nodes run blocked.
+/// does a Concat along the channels of blocked values; GlobalAveragePool reads blocks. The executor
+/// converts where a blocked value meets a node that reads NCHW, once per value. Returns how many
+/// nodes run blocked.
 int choose_layouts(Graph& g, int64_t block);
 
 /// The attribute choose_conv_algorithms sets on a Conv that runs as Winograd F(4x4, 3x3).
