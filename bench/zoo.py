@@ -255,8 +255,9 @@ def main():
             w.writeheader()
             w.writerows(rows)
         with open(args.out + ".md", "w") as f:
-            f.write(f"{cpu}, {isa}, {args.threads} threads, batch 1, medians of {args.rounds} "
-                    "alternating rounds\n\n| " + " | ".join(keys) + " |\n|" + "---|" * len(keys)
+            how = ("survey: imported and checked against onnxruntime, not timed" if args.survey
+                   else f"medians of {args.rounds} alternating rounds")
+            f.write(f"{cpu}, {isa}, {args.threads} threads, batch 1, {how}\n\n| " + " | ".join(keys) + " |\n|" + "---|" * len(keys)
                     + "\n")
             for r in rows:
                 f.write("| " + " | ".join(
