@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -53,6 +54,10 @@ int run_command(const RunArgs& args) {
     op = instantiate(parse_workload(args.workload));
     std::string text = args.strategy;
     if (!args.strategy_file.empty()) {
+      // A folder opens as a stream that reads nothing: it would run as the empty strategy.
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(args.strategy_file, ec))
+        return bad_input("cannot read strategy file " + args.strategy_file + " (not a file)");
       std::ifstream in(args.strategy_file);
       if (!in) return bad_input("cannot read strategy file " + args.strategy_file);
       std::stringstream ss;
@@ -139,10 +144,9 @@ int graph_ops_command() {
         how = "folded at import";
         break;
     }
-    std::cout << fmt::format("{:<20} {}{}\n", def.name, how,
-                             def.attributes.empty()
-                                 ? ""
-                                 : fmt::format(" [{}]", fmt::join(def.attributes, ", ")));
+    std::cout << fmt::format(
+        "{:<20} {}{}\n", def.name, how,
+        def.attributes.empty() ? "" : fmt::format(" [{}]", fmt::join(def.attributes, ", ")));
   }
   return 0;
 }

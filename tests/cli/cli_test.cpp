@@ -32,6 +32,7 @@ TEST(Cli, BadInputIsOneLineAndExitCode2) {
       {"run 'matmul:M=4,N=4,K=4' --strategy 'split(i 2)'", "column 9"},
       {"run 'matmul:M=4,N=4,K=4' --strategy-file /nonexistent/strategy.txt",
        "cannot read strategy file"},
+      {"run 'matmul:M=4,N=4,K=4' --strategy-file /tmp", "(not a file)"},
       {"run", "workload is required"},
       {"run 'matmul:M=4,N=4,K=4' --threads 99999", "must be at most 1024"},
       {"run-model /nonexistent.onnx --threads 99999", "must be at most 1024"},
