@@ -242,6 +242,15 @@ int import_command(const DbCommands& c) {
   std::ifstream in(c.file, std::ios::binary);
   if (!in) return fail(kExitBadInput, "cannot read " + c.file);
   std::vector<Record> records = parse_jsonl(in, c.file);
+  // The workloads must be ones tessera knows: `tune` and `bench` rebuild them.
+  for (size_t i = 0; i < records.size(); ++i) {
+    try {
+      canonical_workload(records[i].result.workload);
+    } catch (const Error& e) {
+      return fail(kExitBadInput,
+                  fmt::format("{}: record {}: {}; nothing was imported", c.file, i + 1, e.what()));
+    }
+  }
   RecordDb db = RecordDb::open(c.db, RecordDb::Mode::kReadWrite);
   const size_t added = db.append(records);
   std::cout << fmt::format("imported {} new records into {} ({} in the file, {} already there)\n",

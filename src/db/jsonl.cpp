@@ -1,5 +1,6 @@
 #include "db/jsonl.h"
 
+#include <cmath>
 #include <fstream>
 #include <istream>
 #include <nlohmann/json.hpp>
@@ -83,6 +84,10 @@ Record record_from_json(const std::string& line) {
     rec.tessera_version = get(j, "tessera_version").get<std::string>();
     rec.schema_version = get(j, "schema_version").get<int>();
     if (r.workload.empty()) throw_error("empty workload");
+    // A successful measurement is a positive time: 0 or less would read as infinite GFLOP/s.
+    if (r.error == ErrorKind::kOk && !(r.timing.median > 0 && std::isfinite(r.timing.median)))
+      throw_error("median {} is not a positive time", r.timing.median);
+    if (!(r.flops >= 0 && std::isfinite(r.flops))) throw_error("flops {} is not a count", r.flops);
     return rec;
   } catch (const json::out_of_range&) {
     throw_error("missing field '{}'", field);

@@ -118,6 +118,31 @@ TEST(DbCli, MalformedJsonImportsNothingAndNamesTheLine) {
   EXPECT_TRUE(contains(o.out, "r.jsonl:2:")) << o.out;
   EXPECT_FALSE(std::filesystem::exists(fresh));  // not even created
   EXPECT_EQ(file_bytes(jsonl), truncated);
+  // Well-formed JSON that says nonsense: a median of 0 or -1, an op tessera does not have.
+  const std::string one = good.substr(0, good.find('\n') + 1);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string line = one;
+    size_t at = line.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? line : line.replace(at, from.size(), to);
+  };
+  const std::string median_key = "\"median\":";
+  size_t m = one.find(median_key);
+  ASSERT_NE(m, std::string::npos) << one;
+  size_t m_end = one.find_first_of(",}", m);
+  const std::string median = one.substr(m, m_end - m);
+  for (const auto& [bad, message] : std::vector<std::pair<std::string, std::string>>{
+           {with(median, median_key + "0"), "not a positive time"},
+           {with(median, median_key + "-1.0"), "not a positive time"},
+           {with("\"workload\":\"matmul:", "\"workload\":\"nosuchop:"), "unknown op"}}) {
+    SCOPED_TRACE(message);
+    write_bytes(jsonl, bad);
+    Outcome r = run_cli(fmt::format("db import {} --db {}", jsonl, fresh));
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(lines(r.out), 1) << r.out;
+    EXPECT_TRUE(contains(r.out, message)) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(fresh));
+  }
   Outcome missing = run_cli("db list --db " + dir.file("absent.db"));
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_TRUE(contains(missing.out, "no such records database")) << missing.out;
