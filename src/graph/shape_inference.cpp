@@ -1,6 +1,6 @@
 // Static shapes through the graph: the rules of the executor's builtin operators (the other
-// operators' are their rows in op_table.cpp), and the walk that applies every row's rule and
-// folds shape arithmetic as it goes.
+// operators' are their rows in op_elementwise.cpp, op_nn.cpp and op_data.cpp), and the walk that
+// applies every row's rule and folds shape arithmetic as it goes.
 #include <algorithm>
 #include <limits>
 

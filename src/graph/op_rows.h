@@ -1,0 +1,44 @@
+/// What the rows of the operator table share (graph/op_table.h): reading a node's constant
+/// inputs and axes, flat indices, te helpers. Internal to the op_*.cpp files; each of those adds
+/// its family of rows to the table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/op_table.h"
+
+namespace tessera::graph {
+
+namespace rows {
+
+const std::vector<int64_t>& input_shape(const Node& n, const Graph& g, size_t i);
+bool has_input(const Node& n, size_t i);
+/// A constant integer input (a shape, axes, pads): static shapes need it known at import.
+std::vector<int64_t> constant_ints(const Node& n, const Graph& g, size_t i, const char* what);
+/// Axes from input `input` where the opset moved them there, else from the attribute.
+std::optional<std::vector<int64_t>> axes_of(const Node& n, const Graph& g, size_t input);
+/// Axes made non-negative and sorted; throws for one out of range or repeated.
+std::vector<int64_t> normalized_axes(const Node& n, std::vector<int64_t> axes, int64_t rank);
+std::vector<int64_t> unravel(int64_t i, const std::vector<int64_t>& shape);
+int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>& shape);
+/// Loop names i0, i1, ... of a compute of rank `rank`.
+std::vector<std::string> axis_names(size_t rank);
+Expr f32(double v);
+/// 1.0f where `cond` holds, else 0.0f.
+Expr as_float(Expr cond);
+/// Rows and columns of a tensor split at `axis`: everything before it, everything from it on.
+std::pair<int64_t, int64_t> split_at(const std::vector<int64_t>& shape, int64_t axis);
+
+}  // namespace rows
+
+/// The families of rows, in the files that define them.
+void add_elementwise_rows(std::vector<OpDef>& table);  // op_elementwise.cpp
+void add_view_rows(std::vector<OpDef>& table);         // op_data.cpp: Squeeze, Unsqueeze
+void add_data_rows(std::vector<OpDef>& table);         // op_data.cpp: Slice, Pad, ..., Gather
+void add_folded_rows(std::vector<OpDef>& table);       // op_data.cpp: Shape, Range, ...
+void add_nn_rows(std::vector<OpDef>& table);           // op_nn.cpp: reductions, norms, ...
+
+}  // namespace tessera::graph
