@@ -14,8 +14,8 @@
 3. Every relative link in README.md, docs/**/*.md and src/*/README.md (`[text](path)`,
    `![alt](path)`, `[ref]: path`) points to a file or folder that exists.
 
-A name counts as named when it appears as a whole word inside an inline code span (`split(i,
-32)`, `tessera db best`): prose that happens to use the word does not count. Exit code 0 when
+A name counts as named when it appears as a whole word inside a code span or block (`split(i,
+32)`, `tessera db best`; not `prefetch.cpp`): prose that happens to use the word does not count. Exit code 0 when
 everything matches, 1 with one line per problem otherwise, 2 on bad usage. Python 3 standard
 library only.
 """
@@ -150,9 +150,10 @@ def code_spans(text):
 
 
 def names_word(spans, name):
-    # A command like `run` must not match `run-model`, nor `fuse` match `fuse_write_back`.
+    # A command like `run` must not match `run-model`, nor `fuse` match `fuse_write_back`, nor a
+    # rule its file name (`prefetch.cpp`).
     words = r"\s+".join(re.escape(w) for w in name.split())
-    pattern = re.compile(r"(?<![\w-])" + words + r"(?![\w-])")
+    pattern = re.compile(r"(?<![\w.-])" + words + r"(?![\w.-])")
     return any(pattern.search(s) for s in spans)
 
 
