@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 
 #include "cli/validators.h"
 #include "graph/choose_schedule.h"
@@ -14,6 +15,7 @@
 #include "graph/executor.h"
 #include "graph/npy.h"
 #include "graph/onnx_import.h"
+#include "graph/op_table.h"
 #include "graph/passes.h"
 #include "graph/reference.h"
 #include "runtime/output_file.h"
@@ -56,9 +58,18 @@ bool is_shared_object(const std::string& path) {
   return path.ends_with(".so");
 }
 
-// The model's input: read from --input (its shape checked) or seeded random. Throws Error.
+// The model's input: read from --input (its shape and kind checked) or seeded random; ids
+// (`id_bound` > 0: an integer input) drawn in [0, id_bound). Throws Error.
 graph::HostTensor model_input(const RunModelArgs& args, const std::string& name,
-                              const std::vector<int64_t>& shape) {
+                              const std::vector<int64_t>& shape, int64_t id_bound) {
+  if (args.input.empty() && id_bound > 0) {
+    std::mt19937_64 rng(args.seed);
+    std::uniform_int_distribution<int64_t> id(0, id_bound - 1);
+    graph::HostTensor ids{shape, {}, true};
+    for (int64_t i = 0; i < graph::num_elements(shape); ++i)
+      ids.data.push_back(static_cast<double>(id(rng)));
+    return ids;
+  }
   if (args.input.empty()) {
     NDArray a = NDArray::empty(shape, DType::kFloat32);
     a.fill_random(args.seed);
@@ -68,6 +79,10 @@ graph::HostTensor model_input(const RunModelArgs& args, const std::string& name,
   if (input.shape != shape)
     throw_error("{}: shape {}, the model's input '{}' is {}", args.input,
                 graph::shape_text(input.shape), name, graph::shape_text(shape));
+  if (input.is_int != (id_bound > 0))
+    throw_error("{}: holds {}, the model's input '{}' takes {}", args.input,
+                input.is_int ? "integers" : "floats", name,
+                id_bound > 0 ? "integer ids (an int64 or int32 .npy)" : "floats");
   return input;
 }
 
@@ -139,14 +154,25 @@ int run_library(const RunModelArgs& args) {
     if (model->num_inputs() != 1)
       throw_error("{}: the model has {} inputs (run-model feeds one)", args.model,
                   model->num_inputs());
-    input = model_input(args, model->input_name(0), model->input_shape(0));
+    int64_t id_bound = 0;
+    if (model->input_is_int(0)) {
+      nlohmann::json d = nlohmann::json::parse(model->description());
+      id_bound = d.at("inputs").at(0).at("id_bound").get<int64_t>();
+    }
+    input = model_input(args, model->input_name(0), model->input_shape(0), id_bound);
   } catch (const std::exception& e) {
     std::cerr << "tessera: error: " << e.what() << "\n";
     return kExitBadInput;
   }
   if (args.threads > 0) model->set_num_threads(args.threads);
-  std::vector<float> x(input.data.begin(), input.data.end());
-  model->set_input(0, x);
+  if (model->input_is_int(0)) {
+    std::vector<int64_t> ids;
+    for (double d : input.data) ids.push_back(graph::saturated_int(d));
+    model->set_input_ids(0, ids);
+  } else {
+    std::vector<float> x(input.data.begin(), input.data.end());
+    model->set_input(0, x);
+  }
   model->run();
   std::vector<graph::HostTensor> outputs;
   std::vector<std::string> output_names;
@@ -218,7 +244,8 @@ int run_model(const RunModelArgs& args) {
         g, {.blocked_layout = args.layout != "nchw", .winograd = args.conv_algorithm != "direct"});
     if (g.inputs.size() != 1)
       throw_error("{}: the model has {} inputs (run-model feeds one)", args.model, g.inputs.size());
-    input = model_input(args, g.inputs[0], g.shape(g.inputs[0]));
+    input = model_input(args, g.inputs[0], g.shape(g.inputs[0]),
+                        g.int_inputs.count(g.inputs[0]) ? graph::id_bound(g, g.inputs[0]) : 0);
   } catch (const Error& e) {
     std::cerr << "tessera: error: " << e.what() << "\n";
     return kExitBadInput;
@@ -237,7 +264,7 @@ int run_model(const RunModelArgs& args) {
     std::cerr << "tessera: error: " << e.what() << "\n";
     return kExitBadInput;
   }
-  ex.input(0).from_doubles(input.data);
+  ex.set_input(0, input);
   ex.run();
   std::vector<graph::HostTensor> outputs;
   for (size_t i = 0; i < ex.num_outputs(); ++i) outputs.push_back(ex.output(i));

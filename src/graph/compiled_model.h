@@ -38,9 +38,16 @@ class CompiledModel {
     if (!m.bind(m.abi_version_, "tessera_model_abi_version") || !m.bind_all())
       throw CompiledModelError(path + " is not a tessera model library (missing " + m.missing_ +
                                ")");
-    if (m.abi_version_() != TESSERA_MODEL_ABI_VERSION)
-      throw CompiledModelError(path + ": model ABI version " + std::to_string(m.abi_version_()) +
-                               ", this header reads " + std::to_string(TESSERA_MODEL_ABI_VERSION));
+    // Version 1 libraries lack only integer inputs.
+    const int version = m.abi_version_();
+    if (version < 1 || version > TESSERA_MODEL_ABI_VERSION)
+      throw CompiledModelError(path + ": model ABI version " + std::to_string(version) +
+                               ", this header reads 1 to " +
+                               std::to_string(TESSERA_MODEL_ABI_VERSION));
+    if (version >= 2 && (!m.bind(m.input_dtype_, "tessera_model_input_dtype") ||
+                         !m.bind(m.input_ids_, "tessera_model_input_ids")))
+      throw CompiledModelError(path + " is not a tessera model library (missing " + m.missing_ +
+                               ")");
     m.model_ = m.create_();
     if (!m.model_) throw CompiledModelError(path + ": cannot allocate the model's buffers");
     return m;
@@ -58,6 +65,7 @@ class CompiledModel {
       output_name_ = o.output_name_, output_rank_ = o.output_rank_;
       output_shape_ = o.output_shape_, create_ = o.create_, destroy_ = o.destroy_;
       input_ = o.input_, output_ = o.output_, run_ = o.run_, threads_ = o.threads_;
+      input_dtype_ = o.input_dtype_, input_ids_ = o.input_ids_;
     }
     return *this;
   }
@@ -84,14 +92,25 @@ class CompiledModel {
     throw CompiledModelError("the model has no input '" + name + "'");
   }
 
+  /// Whether input i takes int64 ids (token ids) rather than floats.
+  bool input_is_int(size_t i) const {
+    return input_dtype_ && input_dtype_(index(i, num_inputs())) == TESSERA_MODEL_INT64;
+  }
+
   /// Copies `count` floats (row-major, the input's shape) into input i.
   void set_input(size_t i, const float* data, size_t count) {
-    size_t expected = elements(input_shape(i));
-    if (count != expected)
-      throw CompiledModelError("input '" + input_name(i) + "' takes " + std::to_string(expected) +
-                               " floats, got " + std::to_string(count));
+    check_input(i, count, false);
     float* dst = input_data(i);
     for (size_t k = 0; k < count; ++k) dst[k] = data[k];
+  }
+  /// Copies `count` ids (row-major, the input's shape) into integer input i.
+  void set_input_ids(size_t i, const int64_t* data, size_t count) {
+    check_input(i, count, true);
+    int64_t* dst = input_ids_(model_, static_cast<int>(i));
+    for (size_t k = 0; k < count; ++k) dst[k] = data[k];
+  }
+  void set_input_ids(size_t i, const std::vector<int64_t>& ids) {
+    set_input_ids(i, ids.data(), ids.size());
   }
   void set_input(size_t i, const std::vector<float>& data) {
     set_input(i, data.data(), data.size());
@@ -139,6 +158,15 @@ class CompiledModel {
            bind(input_, "tessera_model_input") && bind(output_, "tessera_model_output") &&
            bind(run_, "tessera_model_run") && bind(threads_, "tessera_model_set_num_threads");
   }
+  void check_input(size_t i, size_t count, bool ids) const {
+    if (input_is_int(i) != ids)
+      throw CompiledModelError("input '" + input_name(i) + "' takes " +
+                               (input_is_int(i) ? "int64 ids" : "floats"));
+    size_t expected = elements(input_shape(i));
+    if (count != expected)
+      throw CompiledModelError("input '" + input_name(i) + "' takes " + std::to_string(expected) +
+                               (ids ? " ids" : " floats") + ", got " + std::to_string(count));
+  }
   void release() {
     if (model_) destroy_(model_);
     if (handle_) dlclose(handle_);
@@ -176,6 +204,8 @@ class CompiledModel {
   const float* (*output_)(const tessera_model*, int) = nullptr;
   void (*run_)(tessera_model*) = nullptr;
   void (*threads_)(int) = nullptr;
+  int (*input_dtype_)(int) = nullptr;                     // ABI 2
+  int64_t* (*input_ids_)(tessera_model*, int) = nullptr;  // ABI 2
 };
 
 }  // namespace tessera

@@ -102,6 +102,11 @@ class Planner {
     for (const std::string& v : g_.inputs) {
       ex_.input_slots_.push_back(new_array(g_.shape(v)));
       slots_[v] = ex_.input_slots_.back();
+      bool ids = g_.int_inputs.count(v) > 0;
+      ex_.input_ids_.push_back(ids ? std::optional(std::vector<int64_t>(
+                                         static_cast<size_t>(num_elements(g_.shape(v))), 0))
+                                   : std::nullopt);
+      ex_.input_id_bound_.push_back(ids ? id_bound(g_, v) : 0);
     }
     for (const Node& n : g_.nodes) {
       node_ = &n;
@@ -138,11 +143,16 @@ class Planner {
     ex_.arena_ = NDArray::empty({static_cast<int64_t>(std::max<size_t>(memory.arena_bytes, 4) / 4)},
                                 DType::kFloat32);
     auto* base = static_cast<unsigned char*>(ex_.arena_.data());
-    for (size_t a = 0; a < ex_.arrays_.size(); ++a)
+    for (size_t a = 0; a < ex_.arrays_.size(); ++a) {
+      NDArray& array = ex_.arrays_[a];
       if (memory.in_arena[a]) {
-        NDArray& array = ex_.arrays_[a];
         array = NDArray::view(base + memory.offsets[a], array.shape(), array.dtype());
+      } else if (const auto& part = ex_.part_of_[a]; part && ex_.constant_[a]) {
+        array =
+            NDArray::view(static_cast<unsigned char*>(ex_.arrays_[part->of].data()) + part->bytes,
+                          array.shape(), array.dtype());
       }
+    }
     // The data pointers are final now.
     for (Executor::Step& s : ex_.steps_)
       for (size_t slot : s.slots) s.args.push_back(ex_.arrays_[slot].data());
@@ -152,12 +162,29 @@ class Planner {
   size_t new_array(const std::vector<int64_t>& shape) {
     ex_.arrays_.push_back(NDArray::empty(shape, DType::kFloat32));
     ex_.constant_.push_back(false);
+    ex_.part_of_.push_back(std::nullopt);
     return ex_.arrays_.size() - 1;
   }
 
   size_t constant_array(const HostTensor& t) {
     ex_.arrays_.push_back(to_ndarray(t));
     ex_.constant_.push_back(true);
+    ex_.part_of_.push_back(std::nullopt);
+    return ex_.arrays_.size() - 1;
+  }
+
+  // Elements [start, start + size of `shape`) of array `of`, as an array of `shape`: no copy.
+  size_t part_array(size_t of, int64_t start, const std::vector<int64_t>& shape) {
+    if (start < 0 ||
+        static_cast<size_t>(start + num_elements(shape)) > ex_.arrays_[of].num_elements())
+      throw_internal("part [{}, +{}) of an array of {} elements", start, num_elements(shape),
+                     ex_.arrays_[of].num_elements());
+    Executor::SubArray part{of, static_cast<size_t>(start) * sizeof(float)};
+    if (const auto& outer = ex_.part_of_[of]) part = {outer->of, outer->bytes + part.bytes};
+    // A placeholder until compile() points it into the arena or the weights.
+    ex_.arrays_.push_back(NDArray::view(ex_.arrays_[of].data(), shape, DType::kFloat32));
+    ex_.constant_.push_back(ex_.constant_[of]);
+    ex_.part_of_.push_back(part);
     return ex_.arrays_.size() - 1;
   }
 
@@ -647,6 +674,7 @@ class Planner {
     if (op == "Mul") return plan_elementwise(n, {elementwise_step(n)}, n.inputs);
     if (op == "Clip") return plan_elementwise(n, {elementwise_step(n)}, {n.inputs[0]});
     if (op == "BatchNormalization") return plan_batch_norm(n);
+    if (op == "LSTM" || op == "GRU") return plan_recurrent(n);
     if (op == "Softmax") {
       auto rank = static_cast<int64_t>(out_shape.size());
       int64_t axis = normalize_axis(n, n.attr_int("axis", g_.opset >= 13 ? -1 : 1), rank);
@@ -672,10 +700,104 @@ class Planner {
     }
     if (op == "Transpose") {
       const auto& s = g_.shape(n.inputs[0]);
+      std::vector<int64_t> perm = transpose_perm(n, static_cast<int64_t>(s.size()));
+      // Moving only dimensions of size 1 keeps every element where it is: a view (a recurrent
+      // layer's [seq, 1, batch, hidden] output put batch first).
+      int64_t last_moved = -1;
+      bool same_order = true;
+      for (int64_t d : perm)
+        if (s[d] != 1) same_order = same_order && d > last_moved, last_moved = d;
+      if (same_order) {
+        slots_[n.outputs[0]] = slot(n.inputs[0]);
+        return;
+      }
       return te_step(transpose_kernel(s, transpose_perm(n, static_cast<int64_t>(s.size()))),
                      {slot(n.inputs[0]), output_slot(n)});
     }
     throw_error("{}: no kernel for this operator", n.where());
+  }
+
+  // Rows [first, first + count) of a constant's slice `d` along its first dimension, as 2-D.
+  static HostTensor constant_rows(const HostTensor& t, int64_t d, int64_t first, int64_t count) {
+    const int64_t rows = t.shape[1], cols = t.num_elements() / (t.shape[0] * rows);
+    auto begin = t.data.begin() + (d * rows + first) * cols;
+    return {{count, cols}, std::vector<double>(begin, begin + count * cols), false};
+  }
+
+  // LSTM and GRU: the input projection of every time step at once (one dense, a tuning task),
+  // then per step a dense of the previous state (another) and the cell's te kernels. Steps read
+  // and write the sequence output in place through parts of it, so each step's kernels are the
+  // same compiled code.
+  void plan_recurrent(const Node& n) {
+    const RecurrentSpec s = recurrent_spec(n, g_);
+    const int64_t H = s.hidden, G = s.gates * H, B = s.batch;
+    // Weights computed at run time (not folded to constants) would need a dense of two inputs.
+    for (size_t i : {1, 2, 3})
+      if (n.inputs.size() > i && !n.inputs[i].empty() && !g_.is_constant(n.inputs[i]))
+        throw_error("{}: input {} ('{}') is not a constant", n.where(), i, n.inputs[i]);
+    const HostTensor& w = g_.constants.at(n.inputs[1]);
+    const HostTensor& r = g_.constants.at(n.inputs[2]);
+    auto has = [&](size_t i) { return n.inputs.size() > i && !n.inputs[i].empty(); };
+    const std::vector<int64_t> state{B, H};
+    const std::vector<int64_t> sequence{s.seq, s.directions, B, H};
+    size_t y = s.output == 0 ? output_slot(n) : new_array(sequence);
+    size_t last = s.output == 0 ? 0 : output_slot(n);
+    size_t x = slot(n.inputs[0]);
+    std::optional<size_t> zeros;
+    auto zero_state = [&] {
+      if (!zeros) zeros = constant_array({state, std::vector<double>(B * H, 0.0), false});
+      return *zeros;
+    };
+    auto at_step = [&](int64_t t, int64_t d) { return ((t * s.directions) + d) * B * H; };
+    for (int64_t d = 0; d < s.directions; ++d) {
+      const bool reverse = s.reverse_first || d == 1;
+      size_t xw = new_array({s.seq * B, G});
+      library_step(fmt::format("dense:B={},I={},O={}", s.seq * B, s.input, G),
+                   {x, constant_array(constant_rows(w, d, 0, G)), xw});
+      HostTensor bias_x{{G}, std::vector<double>(G, 0.0), false}, bias_h = bias_x;
+      if (has(3)) {
+        const HostTensor& b = g_.constants.at(n.inputs[3]);
+        std::copy_n(b.data.begin() + d * 2 * G, G, bias_x.data.begin());
+        std::copy_n(b.data.begin() + d * 2 * G + G, G, bias_h.data.begin());
+      }
+      // An LSTM adds both biases to every gate: one vector, the other zero.
+      if (!s.gru)
+        for (int64_t k = 0; k < G; ++k) bias_x.data[k] += bias_h.data[k], bias_h.data[k] = 0;
+      size_t bx = constant_array(bias_x), bh = constant_array(bias_h);
+      // GRU without linear_before_reset: the state's dense covers z and r, R_h runs after reset.
+      const int64_t state_gates = s.gru && !s.linear_before_reset ? 2 : s.gates;
+      size_t rd = constant_array(constant_rows(r, d, 0, state_gates * H));
+      std::optional<size_t> r_h;
+      if (state_gates == 2) r_h = constant_array(constant_rows(r, d, 2 * H, H));
+      size_t hr = new_array({B, state_gates * H});
+      size_t h = has(5) ? part_array(slot(n.inputs[5]), d * B * H, state) : zero_state();
+      size_t c = has(6) ? part_array(slot(n.inputs[6]), d * B * H, state) : zero_state();
+      size_t cells[2] = {0, 0};
+      if (!s.gru) cells[0] = new_array(state), cells[1] = new_array(state);
+      for (int64_t step = 0; step < s.seq; ++step) {
+        const int64_t t = reverse ? s.seq - 1 - step : step;
+        size_t xw_t = part_array(xw, t * B * G, {B, G});
+        size_t h_next = part_array(y, at_step(t, d), state);
+        library_step(fmt::format("dense:B={},I={},O={}", B, H, state_gates * H), {h, rd, hr});
+        if (!s.gru) {
+          size_t c_next = cells[step % 2];
+          te_step(lstm_cell_kernel(B, H), {xw_t, hr, bx, bh, c, c_next});
+          te_step(lstm_hidden_kernel(B, H), {xw_t, hr, bx, bh, c_next, h_next});
+          c = c_next;
+        } else if (s.linear_before_reset) {
+          te_step(gru_cell_kernel(B, H, true), {xw_t, hr, bx, bh, h, h_next});
+        } else {
+          size_t reset_h = new_array(state), reset_term = new_array(state);
+          te_step(gru_reset_kernel(B, H), {xw_t, hr, bx, bh, h, reset_h});
+          library_step(fmt::format("dense:B={},I={},O={}", B, H, H), {reset_h, *r_h, reset_term});
+          te_step(gru_cell_kernel(B, H, false), {xw_t, hr, bx, bh, reset_term, h, h_next});
+        }
+        h = h_next;
+      }
+      if (s.output != 0)
+        te_step(elementwise_kernel(state, {state}, {}),
+                {s.output == 1 ? h : c, part_array(last, d * B * H, state)});
+    }
   }
 
   // A BatchNormalization no Conv absorbed: y = x * s + t per channel, s and t computed once.
@@ -732,7 +854,31 @@ std::vector<PlannedWorkload> Executor::library_workloads(const Graph& g) {
   return out;
 }
 
+std::vector<int64_t>& Executor::input_ids(size_t i) {
+  if (!input_is_int(i)) throw_error("input '{}' takes floats, not ids", input_names_.at(i));
+  return *input_ids_[i];
+}
+
+void Executor::set_input(size_t i, const HostTensor& value) {
+  if (value.shape != arrays_[input_slots_.at(i)].shape())
+    throw_error("input '{}' has shape {}, given {}", input_names_[i],
+                shape_text(arrays_[input_slots_[i]].shape()), shape_text(value.shape));
+  if (!input_is_int(i)) return input(i).from_doubles(value.data);
+  if (!value.is_int) throw_error("input '{}' takes integer ids, given floats", input_names_[i]);
+  std::vector<int64_t>& ids = *input_ids_[i];
+  for (size_t k = 0; k < ids.size(); ++k) ids[k] = saturated_int(value.data[k]);
+}
+
 void Executor::run() {
+  // Ids run as float32, exact below 2^24; kernels clamp them into their table.
+  constexpr int64_t kExact = int64_t{1} << 24;
+  for (size_t i = 0; i < input_ids_.size(); ++i) {
+    if (!input_ids_[i]) continue;
+    float* x = arrays_[input_slots_[i]].data_as<float>();
+    const std::vector<int64_t>& ids = *input_ids_[i];
+    for (size_t k = 0; k < ids.size(); ++k)
+      x[k] = static_cast<float>(std::clamp(ids[k], -kExact, kExact));
+  }
   for (const Step& s : steps_) modules_[s.kernel]->run(s.args);
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -77,8 +78,18 @@ class Executor {
   static Executor compile(const Graph& g, const ExecutorParams& params = {});
 
   size_t num_inputs() const { return input_slots_.size(); }
-  /// The array of input i (the graph's shape); fill it before run().
+  /// The array of input i (the graph's shape); fill it before run(). An integer input's array
+  /// holds its ids as float32 (run() writes it from `input_ids`).
   NDArray& input(size_t i) { return arrays_[input_slots_.at(i)]; }
+  /// Whether input i takes integer ids (Graph::int_inputs).
+  bool input_is_int(size_t i) const { return input_ids_.at(i).has_value(); }
+  /// Integer input i's ids (the graph's shape, row-major); fill them before run().
+  std::vector<int64_t>& input_ids(size_t i);
+  /// Integer input i's ids are read in [0, bound) (the smallest table its Gathers index;
+  /// negative ids count from its end, others are clamped); 0 for a float input.
+  int64_t input_id_bound(size_t i) const { return input_id_bound_.at(i); }
+  /// Fills input i from a host tensor of its shape, ids or floats as the input takes.
+  void set_input(size_t i, const HostTensor& value);
   void run();
   /// Milliseconds each kernel takes per run (the sum over its steps, each step's median over
   /// `repeat` runs of the whole model, timed one by one), in kernels() order.
@@ -113,10 +124,19 @@ class Executor {
     std::vector<size_t> slots;  // arrays_ index of each argument
     std::vector<void*> args;
   };
+  /// A part of another array (a recurrent layer's state at one time step): no storage of its
+  /// own, alive as long as the array it is part of.
+  struct SubArray {
+    size_t of = 0;     // an array that is no part itself
+    size_t bytes = 0;  // where the part starts in it
+  };
   friend class Planner;
   std::vector<NDArray> arrays_;  // weights own their memory; every other used value views arena_
   NDArray arena_;
-  std::vector<bool> constant_;      // per array: a weight, read only
+  std::vector<bool> constant_;                                  // per array: a weight, read only
+  std::vector<std::optional<SubArray>> part_of_;                // per array
+  std::vector<std::optional<std::vector<int64_t>>> input_ids_;  // per input: ids if integer
+  std::vector<int64_t> input_id_bound_;                         // per input
   std::vector<std::string> codes_;  // per kernel: its C source (entry kernel_entry(i))
   std::vector<std::string> input_names_, output_names_;
   std::vector<std::shared_ptr<Module>> modules_;

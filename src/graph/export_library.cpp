@@ -52,20 +52,24 @@ Executor::MemoryPlan Executor::plan_memory() const {
   // step never writes into the memory of a value it reads.
   const int end = static_cast<int>(steps_.size());
   std::vector<int> first(arrays_.size(), end + 1), last(arrays_.size(), -1);
+  // A part's uses are uses of the array it is part of.
+  auto whole = [&](size_t slot) { return part_of_[slot] ? part_of_[slot]->of : slot; };
   for (int s = 0; s < end; ++s)
     for (size_t slot : steps_[s].slots) {
-      first[slot] = std::min(first[slot], s);
-      last[slot] = std::max(last[slot], s);
+      first[whole(slot)] = std::min(first[whole(slot)], s);
+      last[whole(slot)] = std::max(last[whole(slot)], s);
     }
-  for (size_t slot : input_slots_) first[slot] = -1, last[slot] = std::max(last[slot], end);
-  for (size_t slot : output_slots_) last[slot] = end, first[slot] = std::min(first[slot], end);
+  for (size_t slot : input_slots_)
+    first[whole(slot)] = -1, last[whole(slot)] = std::max(last[whole(slot)], end);
+  for (size_t slot : output_slots_)
+    last[whole(slot)] = end, first[whole(slot)] = std::min(first[whole(slot)], end);
 
   MemoryPlan plan;
   plan.offsets.assign(arrays_.size(), 0);
   plan.in_arena.assign(arrays_.size(), false);
   std::vector<size_t> order;
   for (size_t a = 0; a < arrays_.size(); ++a)
-    if (!constant_[a] && last[a] >= 0) {
+    if (!constant_[a] && !part_of_[a] && last[a] >= 0) {
       order.push_back(a);
       plan.in_arena[a] = true;
       plan.separate_bytes += align_up(arrays_[a].bytes());
@@ -89,6 +93,11 @@ Executor::MemoryPlan Executor::plan_memory() const {
     plan.arena_bytes = std::max(plan.arena_bytes, offset + size);
     placed.push_back(a);
   }
+  for (size_t a = 0; a < arrays_.size(); ++a)
+    if (part_of_[a] && plan.in_arena[part_of_[a]->of]) {
+      plan.in_arena[a] = true;
+      plan.offsets[a] = plan.offsets[part_of_[a]->of] + part_of_[a]->bytes;
+    }
   return plan;
 }
 
@@ -103,13 +112,13 @@ Executor::MemoryPlan Executor::export_library(const std::string& path,
   std::vector<size_t> weight_offset(arrays_.size(), 0);
   size_t weight_bytes = 0;
   for (size_t a = 0; a < arrays_.size(); ++a)
-    if (constant_[a]) {
+    if (constant_[a] && !part_of_[a]) {
       weight_offset[a] = weight_bytes;
       weight_bytes += align_up(arrays_[a].bytes());
     }
   std::vector<unsigned char> blob(std::max(weight_bytes, kAlign), 0);
   for (size_t a = 0; a < arrays_.size(); ++a)
-    if (constant_[a])
+    if (constant_[a] && !part_of_[a])
       std::copy_n(static_cast<const unsigned char*>(arrays_[a].data()), arrays_[a].bytes(),
                   blob.begin() + static_cast<std::ptrdiff_t>(weight_offset[a]));
 
@@ -139,7 +148,20 @@ Executor::MemoryPlan Executor::export_library(const std::string& path,
   std::vector<size_t> slot_offset;
   for (size_t a = 0; a < arrays_.size(); ++a) {
     slot_is_weight.push_back(constant_[a] ? 1 : 0);
-    slot_offset.push_back(constant_[a] ? weight_offset[a] : memory.offsets[a]);
+    if (constant_[a] && part_of_[a])
+      slot_offset.push_back(weight_offset[part_of_[a]->of] + part_of_[a]->bytes);
+    else
+      slot_offset.push_back(constant_[a] ? weight_offset[a] : memory.offsets[a]);
+  }
+
+  std::vector<int> input_is_int;
+  std::vector<int64_t> input_elements;
+  for (size_t i = 0; i < input_slots_.size(); ++i) {
+    input_is_int.push_back(this->input_is_int(i) ? 1 : 0);
+    input_elements.push_back(num_elements(arrays_[input_slots_[i]].shape()));
+    d["inputs"].push_back({{"name", input_names_[i]},
+                           {"dtype", this->input_is_int(i) ? "int64" : "float32"},
+                           {"id_bound", input_id_bound_[i]}});
   }
 
   std::string c = "#include <omp.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n";
@@ -161,6 +183,8 @@ Executor::MemoryPlan Executor::export_library(const std::string& path,
   c += c_array("uint64_t", "slot_offset", slot_offset);
   c += c_array("int32_t", "input_slot", input_slots_);
   c += c_array("int32_t", "output_slot", output_slots_);
+  c += c_array("uint8_t", "input_is_int", input_is_int);
+  c += c_array("int64_t", "input_elements", input_elements);
   auto describe = [&](const std::string& kind, const std::vector<std::string>& names,
                       const std::vector<std::vector<int64_t>>& shapes) {
     std::vector<std::string> quoted, shape_names;
@@ -187,20 +211,24 @@ Executor::MemoryPlan Executor::export_library(const std::string& path,
 
 struct tessera_model {{
   unsigned char* arena;
+  int64_t* ids[NUM_INPUTS > 0 ? NUM_INPUTS : 1];
   void* args[NUM_ARGS > 0 ? NUM_ARGS : 1];
 }};
+
+TSR_API void tessera_model_destroy(tessera_model* m);
 
 static void* slot_pointer(const tessera_model* m, int slot) {{
   const unsigned char* base = slot_is_weight[slot] ? tsr_weights : m->arena;
   return (void*)(base + slot_offset[slot]);
 }}
 
-TSR_API int tessera_model_abi_version(void) {{ return 1; }}
+TSR_API int tessera_model_abi_version(void) {{ return 2; }}
 TSR_API const char* tessera_model_description(void) {{ return tsr_description; }}
 TSR_API int tessera_model_num_inputs(void) {{ return NUM_INPUTS; }}
 TSR_API const char* tessera_model_input_name(int i) {{ return input_names[i]; }}
 TSR_API int tessera_model_input_rank(int i) {{ return input_ranks[i]; }}
 TSR_API const int64_t* tessera_model_input_shape(int i) {{ return input_shapes[i]; }}
+TSR_API int tessera_model_input_dtype(int i) {{ return input_is_int[i] ? 1 : 0; }}
 TSR_API int tessera_model_num_outputs(void) {{ return NUM_OUTPUTS; }}
 TSR_API const char* tessera_model_output_name(int i) {{ return output_names[i]; }}
 TSR_API int tessera_model_output_rank(int i) {{ return output_ranks[i]; }}
@@ -215,17 +243,30 @@ TSR_API tessera_model* tessera_model_create(void) {{
     return 0;
   }}
   for (int a = 0; a < NUM_ARGS; ++a) m->args[a] = slot_pointer(m, arg_slot[a]);
+  for (int i = 0; i < NUM_INPUTS; ++i) {{
+    if (!input_is_int[i]) continue;
+    m->ids[i] = (int64_t*)calloc((size_t)input_elements[i], sizeof(int64_t));
+    if (!m->ids[i]) {{
+      tessera_model_destroy(m);
+      return 0;
+    }}
+  }}
   return m;
 }}
 
 TSR_API void tessera_model_destroy(tessera_model* m) {{
   if (!m) return;
+  for (int i = 0; i < NUM_INPUTS; ++i) free(m->ids[i]);
   free(m->arena);
   free(m);
 }}
 
 TSR_API float* tessera_model_input(tessera_model* m, int i) {{
-  return (float*)slot_pointer(m, input_slot[i]);
+  return input_is_int[i] ? 0 : (float*)slot_pointer(m, input_slot[i]);
+}}
+
+TSR_API int64_t* tessera_model_input_ids(tessera_model* m, int i) {{
+  return m->ids[i];
 }}
 
 TSR_API const float* tessera_model_output(const tessera_model* m, int i) {{
@@ -233,6 +274,15 @@ TSR_API const float* tessera_model_output(const tessera_model* m, int i) {{
 }}
 
 TSR_API void tessera_model_run(tessera_model* m) {{
+  /* Ids run as float32, exact below 2^24; kernels clamp them into their table. */
+  for (int i = 0; i < NUM_INPUTS; ++i) {{
+    if (!input_is_int[i]) continue;
+    float* x = (float*)slot_pointer(m, input_slot[i]);
+    for (int64_t k = 0; k < input_elements[i]; ++k) {{
+      int64_t id = m->ids[i][k];
+      x[k] = (float)(id < -(1 << 24) ? -(1 << 24) : id > (1 << 24) ? (1 << 24) : id);
+    }}
+  }}
   for (int s = 0; s < NUM_STEPS; ++s) tsr_kernels[step_kernel[s]](m->args + step_first_arg[s]);
 }}
 

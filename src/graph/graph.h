@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -54,6 +55,9 @@ struct Node {
 
 struct Graph {
   std::vector<std::string> inputs;  // runtime inputs (initializers excluded)
+  /// Runtime inputs of integer ids (token ids, int64 or int32 in the model), read only as
+  /// Gather indices: the model takes them as int64 and its kernels read them as float32.
+  std::set<std::string> int_inputs;
   std::vector<std::string> outputs;
   std::map<std::string, std::vector<int64_t>> shapes;  // every value's static shape
   std::map<std::string, HostTensor> constants;

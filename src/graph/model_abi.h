@@ -7,7 +7,12 @@
 
 #include <stdint.h>
 
-#define TESSERA_MODEL_ABI_VERSION 1
+/* 2: integer inputs (tessera_model_input_dtype, tessera_model_input_ids). */
+#define TESSERA_MODEL_ABI_VERSION 2
+
+/* Element types of an input. */
+#define TESSERA_MODEL_FLOAT32 0
+#define TESSERA_MODEL_INT64 1
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,6 +30,8 @@ int tessera_model_num_inputs(void);
 const char* tessera_model_input_name(int i);
 int tessera_model_input_rank(int i);
 const int64_t* tessera_model_input_shape(int i);
+/* TESSERA_MODEL_FLOAT32, or TESSERA_MODEL_INT64 for ids (token ids a Gather reads). */
+int tessera_model_input_dtype(int i);
 int tessera_model_num_outputs(void);
 const char* tessera_model_output_name(int i);
 int tessera_model_output_rank(int i);
@@ -33,8 +40,13 @@ const int64_t* tessera_model_output_shape(int i);
 /* An instance with its own buffers (instances may run concurrently); NULL when out of memory. */
 tessera_model* tessera_model_create(void);
 void tessera_model_destroy(tessera_model* m);
-/* Input i's float32 buffer (row-major, the input's shape): write it before run. */
+/* Input i's float32 buffer (row-major, the input's shape): write it before run. NULL for an
+ * int64 input. */
 float* tessera_model_input(tessera_model* m, int i);
+/* An int64 input's buffer of ids, NULL for a float32 one. Ids run as float32 (exact below 2^24);
+ * a negative id counts from the end of the table it indexes, an id outside the table reads its
+ * nearest end (the description's `id_bound` gives the table's size). */
+int64_t* tessera_model_input_ids(tessera_model* m, int i);
 /* Output i's float32 buffer, valid until the next run or destroy. */
 const float* tessera_model_output(const tessera_model* m, int i);
 void tessera_model_run(tessera_model* m);

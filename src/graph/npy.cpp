@@ -62,12 +62,14 @@ HostTensor read_npy(const std::string& path) {
     if (header_value(header, "fortran_order") != "False")
       throw_error("Fortran-order arrays are not supported");
     size_t elem = 0;
-    if (descr == "'<f4'")
-      elem = 4;
-    else if (descr == "'<f8'")
-      elem = 8;
+    bool is_int = false;
+    if (descr == "'<f4'" || descr == "'<i4'")
+      elem = 4, is_int = descr == "'<i4'";
+    else if (descr == "'<f8'" || descr == "'<i8'")
+      elem = 8, is_int = descr == "'<i8'";
     else
-      throw_error("element type {} is not supported (float32 is)", descr);
+      throw_error("element type {} is not supported (float32, float64, int32 and int64 are)",
+                  descr);
     std::string shape_text_v = header_value(header, "shape");
     HostTensor t;
     std::string digits;
@@ -93,13 +95,23 @@ HostTensor read_npy(const std::string& path) {
       throw_error("holds {} data bytes, shape {} needs {}", bytes.size() - data_at,
                   shape_text(t.shape), count * elem);
     t.data.resize(count);
+    t.is_int = is_int;
+    const char* at = bytes.data() + data_at;
     for (size_t i = 0; i < count; ++i) {
-      if (elem == 4) {
-        float v;
-        std::memcpy(&v, bytes.data() + data_at + 4 * i, 4);
+      if (elem == 4 && is_int) {
+        int32_t v;
+        std::memcpy(&v, at + 4 * i, 4);
         t.data[i] = v;
+      } else if (elem == 4) {
+        float v;
+        std::memcpy(&v, at + 4 * i, 4);
+        t.data[i] = v;
+      } else if (is_int) {
+        int64_t v;
+        std::memcpy(&v, at + 8 * i, 8);
+        t.data[i] = static_cast<double>(v);  // ids: exact below 2^53
       } else {
-        std::memcpy(&t.data[i], bytes.data() + data_at + 8 * i, 8);
+        std::memcpy(&t.data[i], at + 8 * i, 8);
       }
     }
     return t;

@@ -163,6 +163,31 @@ void drop_unread_outputs(Graph& g) {
       n.outputs.pop_back();
 }
 
+// A recurrent layer (LSTM, GRU) computes each output it is asked for on its own node
+// (`tessera.output`: 0 the sequence, 1 the last state, 2 the last cell): every node has one
+// output. Usually only the sequence is read; where more are, the recurrence runs once for each.
+void split_recurrent_outputs(Graph& g) {
+  std::vector<Node> nodes;
+  for (Node& n : g.nodes) {
+    if ((n.op != "LSTM" && n.op != "GRU") || n.outputs.size() == 1) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    std::vector<std::string> outputs = n.outputs;
+    bool first = true;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (outputs[k].empty()) continue;
+      Node part = n;
+      if (!first) part.name = fmt::format("{}_{}", n.name, k);
+      first = false;
+      part.outputs = {outputs[k]};
+      part.attrs["tessera.output"] = static_cast<int64_t>(k);
+      nodes.push_back(std::move(part));
+    }
+  }
+  g.nodes = std::move(nodes);
+}
+
 // The first node reading `value`, for errors about the value that should name where it is used.
 std::string reader_of(const onnx::GraphProto& gp, const std::string& value) {
   for (const onnx::NodeProto& np : gp.node())
@@ -196,9 +221,14 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& folder) {
     if (!vi.type().has_tensor_type())
       throw_error("input '{}' (read by {}) is not a tensor", vi.name(), where);
     const onnx::TypeProto::Tensor& tt = vi.type().tensor_type();
-    if (tt.elem_type() != onnx::TensorProto::FLOAT)
-      throw_error("input '{}' (read by {}) has element type {} (float32 is supported)", vi.name(),
-                  where, onnx::TensorProto::DataType_Name(tt.elem_type()));
+    const bool ids =
+        tt.elem_type() == onnx::TensorProto::INT64 || tt.elem_type() == onnx::TensorProto::INT32;
+    if (tt.elem_type() != onnx::TensorProto::FLOAT && !ids)
+      throw_error(
+          "input '{}' (read by {}) has element type {} (float32 is supported, and int64 "
+          "or int32 ids that Gather reads)",
+          vi.name(), where, onnx::TensorProto::DataType_Name(tt.elem_type()));
+    if (ids) g.int_inputs.insert(vi.name());
     if (!tt.has_shape())
       throw_error("input '{}' (read by {}) has an unknown shape (static shapes are needed)",
                   vi.name(), where);
@@ -249,6 +279,17 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& folder) {
     g.nodes.push_back(std::move(n));
   }
   drop_unread_outputs(g);
+  split_recurrent_outputs(g);
+  // Integer inputs are token ids: only a Gather's indices may read them.
+  for (const Node& n : g.nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (g.int_inputs.count(n.inputs[i]) && !(n.op == "Gather" && i == 1))
+        throw_error(
+            "integer input '{}' is read by {} (only as the indices of a Gather, an "
+            "embedding lookup, is supported)",
+            n.inputs[i], n.where());
+  for (const std::string& v : g.outputs)
+    if (g.int_inputs.count(v)) throw_error("integer input '{}' is an output of the model", v);
   // Every unsupported node and attribute at once, so that a user sees the whole list.
   if (std::optional<std::string> unsupported = unsupported_nodes(g))
     throw_error("{}", *unsupported);

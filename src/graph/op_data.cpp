@@ -370,12 +370,14 @@ struct GatherSpec {
   std::vector<int64_t> indices, index_shape, out;
 };
 
+// Indices not known until run time (token ids of an integer input) leave `indices` empty.
 GatherSpec gather_spec(const Node& n, const Graph& g) {
   const std::vector<int64_t>& x = input_shape(n, g, 0);
   GatherSpec s;
   s.axis = normalize_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(x.size()));
-  s.indices = constant_ints(n, g, 1, "indices");
-  s.index_shape = g.shape(n.inputs[1]);
+  if (n.inputs.size() > 1 && g.is_constant(n.inputs[1]))
+    s.indices = constant_ints(n, g, 1, "indices");
+  s.index_shape = input_shape(n, g, 1);
   for (int64_t& i : s.indices) {
     if (i < -x[s.axis] || i >= x[s.axis])
       throw_error("{}: index {} is out of range for dimension {} of size {}", n.where(), i, s.axis,
@@ -388,8 +390,8 @@ GatherSpec gather_spec(const Node& n, const Graph& g) {
   return s;
 }
 
-// Gather with constant indices. Indices that only a runtime tensor holds (an embedding lookup of
-// token ids) would need integer inputs at run time, which the executor does not have yet.
+// Gather with constant indices, or with ids a runtime integer input holds (an embedding lookup
+// of token ids): those the kernel reads, clamped into the table as onnxruntime would refuse them.
 OpDef gather() {
   OpDef d;
   d.name = "Gather";
@@ -400,6 +402,15 @@ OpDef gather() {
     const HostTensor& x = *in.at(0);
     GatherSpec s = gather_spec(n, g);
     HostTensor out{s.out, {}, x.is_int};
+    if (s.indices.empty() && num_elements(s.index_shape) > 0) {
+      // Runtime ids, read as the kernel does: negative from the end, clamped into the table.
+      const int64_t dim = x.shape[s.axis];
+      for (double d : in.at(1)->data) {
+        int64_t i = saturated_int(d);
+        if (i < 0) i += dim;
+        s.indices.push_back(std::clamp<int64_t>(i, 0, dim - 1));
+      }
+    }
     auto q = static_cast<int64_t>(s.index_shape.size());
     for (int64_t i = 0; i < num_elements(s.out); ++i) {
       std::vector<int64_t> o = unravel(i, s.out);
@@ -418,10 +429,9 @@ OpDef gather() {
     // The indices as the kernel's second argument (float32, exact below 2^24, as every array of
     // a model), read where they are not an arithmetic progression (a contiguous or strided run,
     // which is an affine index).
-    Tensor indices =
-        placeholder({static_cast<int64_t>(s.indices.size())}, DType::kFloat32, "indices");
+    Tensor indices = placeholder({num_elements(s.index_shape)}, DType::kFloat32, "indices");
     auto q = static_cast<int64_t>(s.index_shape.size());
-    bool affine = true;
+    bool affine = !s.indices.empty();
     int64_t stride = s.indices.size() > 1 ? s.indices[1] - s.indices[0] : 0;
     for (size_t i = 1; i < s.indices.size(); ++i)
       affine = affine && s.indices[i] - s.indices[i - 1] == stride;
@@ -449,6 +459,21 @@ OpDef gather() {
   };
   return d;
 }
+
+}  // namespace
+
+int64_t id_bound(const Graph& g, const std::string& input) {
+  int64_t bound = 0;
+  for (const Node& n : g.nodes)
+    if (n.op == "Gather" && n.inputs.size() > 1 && n.inputs[1] == input) {
+      const std::vector<int64_t>& x = g.shape(n.inputs[0]);
+      int64_t axis = normalize_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(x.size()));
+      bound = bound == 0 ? x[axis] : std::min(bound, x[axis]);
+    }
+  return bound;
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Folded at import: shape arithmetic

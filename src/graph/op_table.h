@@ -116,6 +116,32 @@ TeKernel pool2d_kernel(const Window2d& w, bool is_max);
 /// library's convolutions do not fit.
 TeKernel conv2d_kernel(const Window2d& w, bool bias);
 
+/// An LSTM or GRU node, checked: what the executor plans and the reference computes.
+struct RecurrentSpec {
+  bool gru = false;
+  int64_t gates = 4;  // LSTM: i, o, f, c; GRU: z, r, h (ONNX's order)
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0, directions = 1;
+  bool reverse_first = false;        // direction=reverse (bidirectional: the second runs backwards)
+  bool linear_before_reset = false;  // GRU
+  int output = 0;  // tessera.output: 0 the sequence Y, 1 the last state Y_h, 2 the last cell Y_c
+};
+RecurrentSpec recurrent_spec(const Node& n, const Graph& g);
+
+/// One time step's cell, over the step's input projection `xw` [batch][gates*hidden], the
+/// state's `hr`, and the biases of both (`bias_x`, `bias_h`, [gates*hidden]):
+/// LSTM: (xw, hr, bias_x, bias_h, c) -> next c; (xw, hr, bias_x, bias_h, next c) -> h.
+TeKernel lstm_cell_kernel(int64_t batch, int64_t hidden);
+TeKernel lstm_hidden_kernel(int64_t batch, int64_t hidden);
+/// GRU: (xw, hr, bias_x, bias_h, [reset_term,] h) -> next h; with linear_before_reset `hr`
+/// holds all three gates, without it z and r only, and `reset_term` is (r * h) R_h, from
+/// gru_reset_kernel's (xw, hr, bias_x, bias_h, h) -> r * h.
+TeKernel gru_cell_kernel(int64_t batch, int64_t hidden, bool linear_before_reset);
+TeKernel gru_reset_kernel(int64_t batch, int64_t hidden);
+
+/// The size of the smallest table the Gathers reading integer input `input` index: ids are
+/// read in [0, bound).
+int64_t id_bound(const Graph& g, const std::string& input);
+
 /// A constant's element as an integer: saturated at int64's ends (exporters write INT64_MAX for
 /// "to the end", which a double rounds to 2^63, past the largest int64).
 int64_t saturated_int(double d);
