@@ -40,5 +40,6 @@ void add_view_rows(std::vector<OpDef>& table);         // op_data.cpp: Squeeze, 
 void add_data_rows(std::vector<OpDef>& table);         // op_data.cpp: Slice, Pad, ..., Gather
 void add_folded_rows(std::vector<OpDef>& table);       // op_data.cpp: Shape, Range, ...
 void add_nn_rows(std::vector<OpDef>& table);           // op_nn.cpp: reductions, norms, ...
+void add_recurrent_rows(std::vector<OpDef>& table);    // op_rnn.cpp: LSTM, GRU
 
 }  // namespace tessera::graph

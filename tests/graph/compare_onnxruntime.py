@@ -77,10 +77,10 @@ class Builder:
     def scalar(self, value):
         return self.const(np.array(value, dtype=np.float32))
 
-    def model(self, name, input_shape, out, opset=13):
+    def model(self, name, input_shape, out, opset=13, input_type=TensorProto.FLOAT):
         graph = helper.make_graph(
             self.nodes, name,
-            [helper.make_tensor_value_info("input", TensorProto.FLOAT, input_shape)],
+            [helper.make_tensor_value_info("input", input_type, input_shape)],
             [helper.make_empty_tensor_value_info(out)], self.inits)
         m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         m.ir_version = 8
@@ -250,6 +250,37 @@ def dcgan():
     return b.model("dcgan_generator", [1, 16, 1, 1], b.op("Tanh", [h])), [1, 16, 1, 1]
 
 
+def recurrent_lm():
+    """A language model in small: int64 token ids (negative ones too) read by an embedding
+    Gather, a bidirectional LSTM with biases and initial states whose three outputs are all read,
+    then GRUs with and without linear_before_reset, one of them reversed."""
+    b = Builder(10)
+    seq, vocab, embed, hidden = 6, 50, 8, 5
+    x = b.op("Transpose", [b.op("Gather", [b.weight(vocab, embed, scale=1.0), "input"])],
+             perm=[1, 0, 2])
+    states = [b.weight(2, 1, hidden, scale=0.5) for _ in range(2)]
+    lstm_out = [b.name("lstm_y"), b.name("lstm_h"), b.name("lstm_c")]
+    b.nodes.append(helper.make_node(
+        "LSTM", [x, b.weight(2, 4 * hidden, embed), b.weight(2, 4 * hidden, hidden),
+                 b.weight(2, 8 * hidden, scale=0.3), "", states[0], states[1]],
+        lstm_out, hidden_size=hidden, direction="bidirectional"))
+    y = b.op("Reshape", [b.op("Transpose", [lstm_out[0]], perm=[0, 2, 1, 3]),
+                         b.ints([seq, 1, 2 * hidden])])
+    last = b.op("Add", [b.op("Reshape", [lstm_out[1], b.ints([1, 1, 2 * hidden])]),
+                        b.op("Reshape", [lstm_out[2], b.ints([1, 1, 2 * hidden])])])
+    y = b.op("Add", [y, last])
+    grus = []
+    for lbr, direction in ((0, "reverse"), (1, "forward")):
+        out = b.name("gru_y")
+        b.nodes.append(helper.make_node(
+            "GRU", [y, b.weight(1, 12, 2 * hidden), b.weight(1, 12, 4),
+                    b.weight(1, 24, scale=0.3)], [out], hidden_size=4, direction=direction,
+            linear_before_reset=lbr))
+        grus.append(out)
+    return b.model("recurrent_lm", [1, seq], b.op("Add", grus), opset=14,
+                   input_type=TensorProto.INT64), [1, seq]
+
+
 def ort_run(path, x, threads, repeat):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
@@ -297,12 +328,15 @@ def main():
     print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
           f"{'ort ms':>9}  kernels")
     for build in (mlp, dqn, resnet, mobilenet, misc, se_block, encoder, more_ops,
-                  dcgan):
+                  dcgan, recurrent_lm):
         model, shape = build()
         name = model.graph.name
         path = os.path.join(args.workdir, name + ".onnx")
         onnx.save(model, path)
-        x = np.random.default_rng(7).uniform(-1, 1, shape).astype(np.float32)
+        if model.graph.input[0].type.tensor_type.elem_type == TensorProto.INT64:
+            x = np.random.default_rng(7).integers(-50, 50, shape).astype(np.int64)
+        else:
+            x = np.random.default_rng(7).uniform(-1, 1, shape).astype(np.float32)
         in_path = os.path.join(args.workdir, name + ".in.npy")
         out_path = os.path.join(args.workdir, name + ".out.npy")
         np.save(in_path, x)
