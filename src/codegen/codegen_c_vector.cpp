@@ -222,19 +222,21 @@ class VectorLoop {
     const bool f32 = t == DType::kFloat32;
     const std::string half_type = f32 ? "__m256" : "__m256i";
     const std::string suffix = f32 ? "ps" : "epi32";
-    std::string code = "{ " + half_type + " h; ";
+    // A fresh name: a fixed one would hide a buffer of that name (a tensor called `h`).
+    const std::string half = em_.fresh_name("half");
+    std::string code = "{ " + half_type + " " + half + "; ";
     for (int64_t h = 0; h < lanes_ / 8; ++h) {
       const std::string at = fmt::format("&{}[({}) + {}]", buf, index, 8 * h);
       const std::string cast = f32 ? "" : "(int*)";
       if (store) {
         code += fmt::format(
-            "__builtin_memcpy(&h, (const char*)&{} + {}, 32); _mm256_maskstore_{}({}{}, {}[{}], "
-            "h); ",
-            tmp, 32 * h, suffix, cast, at, avx2_mask_, h);
+            "__builtin_memcpy(&{}, (const char*)&{} + {}, 32); _mm256_maskstore_{}({}{}, {}[{}], "
+            "{}); ",
+            half, tmp, 32 * h, suffix, cast, at, avx2_mask_, h, half);
       } else {
         code += fmt::format(
-            "h = _mm256_maskload_{}({}{}, {}[{}]); __builtin_memcpy((char*)&{} + {}, &h, 32); ",
-            suffix, f32 ? "" : "(const int*)", at, avx2_mask_, h, tmp, 32 * h);
+            "{} = _mm256_maskload_{}({}{}, {}[{}]); __builtin_memcpy((char*)&{} + {}, &{}, 32); ",
+            half, suffix, f32 ? "" : "(const int*)", at, avx2_mask_, h, tmp, 32 * h, half);
       }
     }
     return code + "}";

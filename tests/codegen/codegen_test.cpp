@@ -332,6 +332,29 @@ TEST(CodegenC, GuardedVectorLoopRunsWholeVectorsAndAMaskedTail) {
   }
 }
 
+// The AVX2 masked moves go through a vector temporary: it must not hide a buffer of the
+// kernel, whatever its name (it was `h`, and an LSTM's output called h was written to it).
+TEST(CodegenC, MaskedTailTemporaryDoesNotHideABufferNamedLikeIt) {
+  constexpr int kN = 13;
+  Buffer a = make_buffer("half", kF32, {16});
+  Buffer b = make_buffer("h", kF32, {16});
+  Var jo("jo"), ji("ji");
+  Expr j = jo * 8 + ji;
+  Stmt store = make_store(b, {j}, make_load(a, {j}) * 3.0);
+  Program p = make_program(
+      "tail", {a}, {b},
+      make_for(jo, 0, 2, kSerial, make_for(ji, 0, 8, kVectorized, make_if(j < kN, store))));
+  CompileOptions options;
+  options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror", "-mno-avx512f"});
+  Module mod = Module::compile(codegen_c(p), options);
+  NDArray av = random_array(a, 4, -3, 3), bv = NDArray::empty(b->shape, kF32);
+  bv.fill_random(5, 7, 8);
+  NDArray before = bv.copy();
+  mod.run({&av, &bv});
+  for (int64_t n = 0; n < 16; ++n)
+    EXPECT_NEAR(bv.get(n), n < kN ? 3 * av.get(n) : before.get(n), 1e-6) << n;
+}
+
 // The masked tail of an rfactor'ed row sum (each element counts 1 more than its value, so that a
 // store from a lane past the row's end shows): those lanes keep their partial sums.
 TEST(CodegenC, MaskedTailKeepsPartialSumsOfLanesPastTheEnd) {
