@@ -322,10 +322,16 @@ void CEmitter::emit(const Stmt& s) {
   }
 }
 
+constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
+
 void CEmitter::emit_for(const ForNode& n) {
   CExpr mn = print(n.min);
   const std::string name = var_name(n.var.get());
   const int64_t* cmin = as_const_int(n.min);
+  // Loop counters and indices are 32-bit: a loop that would run past them is refused here rather
+  // than wrapping (and never ending) in the kernel.
+  if (n.extent > kMaxIndex || (cmin && *cmin + n.extent > kMaxIndex))
+    throw_error("codegen: loop {} of {} iterations runs past 32-bit indices", name, n.extent);
   std::string end =
       cmin ? std::to_string(*cmin + n.extent) : fmt::format("{} + {}", mn.wrap(kPrecAdd), n.extent);
   bool enters_parallel = false;
@@ -396,6 +402,9 @@ void CEmitter::emit_allocate(const AllocateNode& n) {
   buffer_names_[b.get()] = name;
   // Small buffers (caches and accumulators of a tile, allocated inside loops) live on the stack,
   // where the compiler can keep them in registers; large ones on the heap.
+  if (b->num_elements() > kMaxIndex)
+    throw_error("codegen: buffer {} of {} elements is past 32-bit indices", b->name,
+                b->num_elements());
   const int64_t bytes = b->num_elements() * dtype_bytes(b->dtype);
   const bool on_stack = bytes <= kMaxStackAllocationBytes;
   if (on_stack) {

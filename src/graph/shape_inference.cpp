@@ -305,10 +305,19 @@ void fold_shape_arithmetic(const Node& n, const OpDef& op, Graph& g) {
   g.constants[out] = op.reference(n, g, in);
 }
 
+// Kernels index with 32-bit integers, and a product of dimensions can wrap even int64 (a
+// Reshape to [2^40, 2^40]): every value is checked as it gets its shape.
+void check_size(const std::vector<int64_t>& shape, const std::string& what) {
+  int64_t elements = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 31) - 1)
+      throw_error("{}: shape {} has more than 2^31 - 1 elements", what, shape_text(shape));
+}
+
 }  // namespace
 
 void infer_shapes(Graph& g) {
-  for (const std::string& v : g.inputs) g.shape(v);
+  for (const std::string& v : g.inputs) check_size(g.shape(v), fmt::format("input '{}'", v));
   for (const auto& [name, c] : g.constants) g.shapes[name] = c.shape;
   for (const Node& n : g.nodes) {
     if (n.outputs.size() != 1)
@@ -321,6 +330,7 @@ void infer_shapes(Graph& g) {
     std::vector<int64_t> s = op->infer(n, g);
     for (int64_t d : s)
       if (d < 0) throw_error("{}: inferred a negative dimension {}", n.where(), shape_text(s));
+    check_size(s, n.where());
     g.shapes[n.outputs[0]] = s;
     fold_shape_arithmetic(n, *op, g);
     // An empty value is fine in shape arithmetic folded away (a Slice of a shape), not at run

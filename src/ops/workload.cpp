@@ -86,7 +86,17 @@ OpInstance instantiate(const Workload& w) {
       for (const auto& kv : w.params) present |= kv.first == k;
       if (!present) throw_error("{} needs key {} (keys: {})", w.op, k, fmt::join(def.keys, ", "));
     }
-    return def.build(w);
+    OpInstance op = def.build(w);
+    // Each key is capped, their products are not: generated kernels index with 32-bit integers,
+    // and a product past int64 wrapped into a small allocation that the kernel overran.
+    for (const Tensor& t : op.args) {
+      int64_t elements = 1;
+      for (int64_t d : t->shape)
+        if (__builtin_mul_overflow(elements, d, &elements) || elements > kMaxTensorElements)
+          throw_error("{}: tensor {} of shape [{}] has more than {} elements", w.op, t->name,
+                      fmt::join(t->shape, ", "), kMaxTensorElements);
+    }
+    return op;
   }
   std::vector<std::string> names;
   for (const OpDef& def : op_registry()) names.push_back(def.name);

@@ -49,6 +49,9 @@ struct OpDef {
 const std::vector<OpDef>& op_registry();
 /// Builds the operator a workload names; throws tessera::Error for an unknown op, a missing or
 /// unknown key, or an invalid shape.
+/// The largest tensor a kernel takes: generated code indexes with 32-bit integers.
+constexpr int64_t kMaxTensorElements = (int64_t{1} << 31) - 1;
+
 OpInstance instantiate(const Workload& w);
 /// The workload with optional keys at their defaults left out, so that two spellings of the
 /// same operator share records (`conv2d:...,D=1,G=1` is `conv2d:...`). Unknown ops pass through.

@@ -79,6 +79,12 @@ ProgramStrategy pack(const std::string& buffer_name, int64_t dim, int64_t factor
     for (size_t i = 0; i < buffer->shape.size(); ++i)
       if (i != d) shape.push_back(buffer->shape[i]);
     shape.push_back(factor);
+    // Padding to a huge factor allocates past what 32-bit indices reach (pack(B, 1, 2^30)).
+    int64_t elements = 1;
+    for (int64_t e : shape)
+      if (__builtin_mul_overflow(elements, e, &elements) || elements > (int64_t{1} << 31) - 1)
+        return fail(fmt::format("the packed buffer [{}] would have more than 2^31 - 1 elements",
+                                fmt::join(shape, ", ")));
     Buffer packed = make_buffer(packed_name, buffer->dtype, shape);
     std::vector<Var> vars;
     std::vector<Expr> packed_idx, source_idx;

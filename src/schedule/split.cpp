@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "schedule/location.h"
 #include "schedule/loop_tools.h"
 #include "schedule/rules.h"
@@ -32,12 +34,15 @@ ProgramStrategy split(const std::string& loop_ref, int64_t factor) {
             return fmt::format("loop {} is {}; split before annotating", loop,
                                for_kind_name(n.for_kind));
           }
-          int64_t outer_extent = (n.extent + factor - 1) / factor;
+          // A factor past the extent splits off nothing: the inner loop runs the extent itself
+          // (split(i, 2147483648) ran 2^31 guarded iterations on 32-bit counters).
+          const int64_t factor_used = std::min(factor, n.extent);
+          int64_t outer_extent = (n.extent + factor_used - 1) / factor_used;
           Var outer(outer_name), inner(inner_name);
-          Expr offset = outer * make_int(factor) + inner;
+          Expr offset = outer * make_int(factor_used) + inner;
           Stmt body = substitute(n.body, {{n.var.get(), n.min + offset}});
-          if (n.extent % factor != 0) body = make_if(offset < make_int(n.extent), body);
-          Stmt inner_loop = make_for(inner, make_int(0), factor, ForKind::kSerial, body);
+          if (n.extent % factor_used != 0) body = make_if(offset < make_int(n.extent), body);
+          Stmt inner_loop = make_for(inner, make_int(0), factor_used, ForKind::kSerial, body);
           return make_for(outer, make_int(0), outer_extent, ForKind::kSerial, inner_loop);
         });
   });
