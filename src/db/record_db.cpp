@@ -131,7 +131,10 @@ Target read_target(const SqliteStatement& s, int first) {
   return t;
 }
 
-Record read_record(const SqliteStatement& s) {
+// A row written by another program or damaged on disk (its repeats not a JSON list of numbers,
+// a successful run without a positive median): nullopt, and the caller skips it rather than
+// aborting or ranking a zero time first.
+std::optional<Record> read_record(const SqliteStatement& s) {
   Record rec;
   MeasureResult& r = rec.result;
   r.workload = s.text(0);
@@ -140,7 +143,11 @@ Record read_record(const SqliteStatement& s) {
   r.flops = s.real(3);
   r.error = parse_error_kind(s.text(4)).value_or(ErrorKind::kUnknown);
   r.message = s.text(5);
-  r.timing.repeats = json::parse(s.text(6)).get<std::vector<double>>();
+  try {
+    r.timing.repeats = json::parse(s.text(6)).get<std::vector<double>>();
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
   r.timing.number = s.integer(7);
   r.timing.mean = s.real(8);
   r.timing.median = s.real(9);
@@ -151,6 +158,7 @@ Record read_record(const SqliteStatement& s) {
   rec.tessera_version = s.text(14);
   rec.schema_version = static_cast<int>(s.integer(15));
   rec.target = read_target(s, 16);
+  if (r.error == ErrorKind::kOk && !(r.timing.median > 0)) return std::nullopt;
   return rec;
 }
 
@@ -256,12 +264,15 @@ size_t RecordDb::append(const std::vector<Record>& batch) {
 std::optional<Record> RecordDb::fastest(const std::string& workload, const std::string& target_key,
                                         const std::string& extra,
                                         const std::function<void(SqliteStatement&)>& bind_extra) {
-  SqliteStatement s = conn_.prepare(std::string(kSelectRecords) + extra +
-                                    " ORDER BY r.median ASC, r.id ASC LIMIT 1");
+  SqliteStatement s =
+      conn_.prepare(std::string(kSelectRecords) + extra + " ORDER BY r.median ASC, r.id ASC");
   s.bind(1, workload).bind(2, target_key).bind(3, int64_t{1});
   if (bind_extra) bind_extra(s);
-  if (!s.step()) return std::nullopt;
-  return read_record(s);
+  while (s.step()) {
+    if (std::optional<Record> r = read_record(s)) return r;
+    ++skipped_rows_;
+  }
+  return std::nullopt;
 }
 
 std::optional<Record> RecordDb::resolve_best(const std::string& workload,
@@ -379,7 +390,12 @@ std::vector<Record> RecordDb::records(const RecordQuery& q) {
   s.bind(1, q.workload).bind(2, q.target_key).bind(3, int64_t{q.only_ok ? 1 : 0});
   if (q.limit >= 0) s.bind(4, q.limit);
   std::vector<Record> out;
-  while (s.step()) out.push_back(read_record(s));
+  while (s.step()) {
+    if (std::optional<Record> r = read_record(s))
+      out.push_back(std::move(*r));
+    else
+      ++skipped_rows_;
+  }
   return out;
 }
 

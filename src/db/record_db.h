@@ -103,6 +103,9 @@ class RecordDb {
   /// Known target fingerprints, by key.
   std::map<std::string, Target> targets();
   const std::string& path() const { return conn_.path(); }
+  /// Damaged rows the queries so far passed over (a malformed repeats list, a successful run
+  /// without a positive median): counted, never fatal.
+  size_t skipped_rows() const { return skipped_rows_; }
 
  private:
   explicit RecordDb(SqliteConnection conn) : conn_(std::move(conn)) {}
@@ -115,6 +118,7 @@ class RecordDb {
   std::optional<Record> resolve_best(const std::string& workload, const std::string& target_key,
                                      std::optional<Pick>* standing_pick);
   SqliteConnection conn_;
+  size_t skipped_rows_ = 0;
 };
 
 /// Applies the migrations from the file's PRAGMA user_version up to current_schema_version()

@@ -295,6 +295,11 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
       say);
   result = session.result();
   result.transfer = info;
+  if (db && db->skipped_rows() > 0)
+    say(
+        fmt::format("{}: {} damaged records passed over (unreadable repeats, or a successful run "
+                    "without a positive median)",
+                    db_path, db->skipped_rows()));
   return result;
 }
 

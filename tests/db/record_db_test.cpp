@@ -35,6 +35,35 @@ TEST(RecordDb, CreatedOnFirstUseWithWalAndSchemaVersion) {
   EXPECT_EQ(conn.query_int("PRAGMA user_version"), current_schema_version());
 }
 
+// Rows another program wrote or the disk damaged are passed over and counted: a malformed
+// repeats list aborted `tune` with an uncaught parse error, and a successful run with a zero
+// median ranked first (infinite GFLOP/s).
+TEST(RecordDb, DamagedRowsArePassedOverAndCounted) {
+  ScratchDir dir;
+  const std::string path = dir.file("damaged.db");
+  const Target here = test_target();
+  {
+    RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadWrite);
+    db.append(here, {test_result(kMatmul, "id", 3e-3), test_result(kMatmul, "split(i, 8)", 1e-3),
+                     test_result(kMatmul, "split(i, 4)", 2e-3)});
+  }
+  {
+    SqliteConnection conn(path, false);
+    conn.exec("UPDATE results SET repeats = '[1e-3, oops' WHERE median = 1e-3");
+    conn.exec("UPDATE results SET median = 0 WHERE median = 2e-3");
+  }
+  RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadOnly);
+  std::optional<Record> best = db.best(kMatmul, here.key());
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->result.strategy, "id");
+  const size_t after_best = db.skipped_rows();
+  EXPECT_GE(after_best, 2u);
+  RecordQuery q;
+  q.workload = kMatmul;
+  EXPECT_EQ(db.records(q).size(), 1u);
+  EXPECT_EQ(db.skipped_rows(), after_best + 2);
+}
+
 TEST(RecordDb, AppendsBestAndResume) {
   ScratchDir dir;
   RecordDb db = RecordDb::open(dir.file("r.db"), RecordDb::Mode::kReadWrite);
