@@ -111,9 +111,9 @@ class Parser {
   }
 
   ProgramStrategy parse_seq() {
-    ProgramStrategy s = parse_choice();
-    while (accept(";")) s = seq(s, parse_choice());
-    return s;
+    std::vector<ProgramStrategy> steps{parse_choice()};
+    while (accept(";")) steps.push_back(parse_choice());
+    return seq_all(std::move(steps));
   }
 
   ProgramStrategy parse_choice() {

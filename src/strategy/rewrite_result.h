@@ -33,6 +33,14 @@ class [[nodiscard]] RewriteResult {
     r.kind_ = Kind::kInternalError;
     return r;
   }
+  /// A strategy that ran out of its budget of steps (strategy/strategy.h): it ends the whole
+  /// application as an internal error does, but is the input's fault, not tessera's.
+  static RewriteResult out_of_budget(std::string strategy, std::string reason) {
+    RewriteResult r = internal_error(std::move(strategy), std::move(reason));
+    r.budget_ = true;
+    return r;
+  }
+  bool out_of_budget() const { return budget_; }
 
   Kind kind() const { return kind_; }
   bool ok() const { return kind_ == Kind::kSuccess; }
@@ -51,7 +59,7 @@ class [[nodiscard]] RewriteResult {
   /// "split(i, 4): no loop named i" for failures.
   std::string message() const {
     if (ok()) return "success";
-    std::string prefix = kind_ == Kind::kInternalError ? "internal error in " : "";
+    std::string prefix = kind_ == Kind::kInternalError && !budget_ ? "internal error in " : "";
     return prefix + strategy_ + ": " + reason_;
   }
 
@@ -61,6 +69,7 @@ class [[nodiscard]] RewriteResult {
   std::optional<P> program_;
   std::string strategy_;
   std::string reason_;
+  bool budget_ = false;
 };
 
 }  // namespace tessera

@@ -1,6 +1,8 @@
 /// Strategies (Elevate): printable values `P -> RewriteResult<P>` and the basic combinators.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -19,6 +21,20 @@ struct RewriteStats {
   double seconds = 0;    // time spent inside rules
 };
 
+namespace detail {
+// Applications of strategies (rules and combinators) one top-level application may make: nested
+// repeats multiply their limits (repeat^4 of id ran 10^12 steps), and a budget ends them in a
+// second or so with an error instead of never.
+inline constexpr int64_t kStrategyBudget = 10'000'000;
+struct Budget {
+  int depth = 0;
+  int64_t left = 0;
+};
+inline thread_local Budget budget;
+}  // namespace detail
+
+/// A strategy value is immutable and shares its function and text: copies (every combinator
+/// captures its operands) cost a pointer, not the whole tree below it.
 template <typename P>
 class Strategy {
  public:
@@ -27,40 +43,61 @@ class Strategy {
   /// A combinator: forwards the statistics to the strategies it runs.
   using ComposedFn = std::function<RewriteResult<P>(const P&, RewriteStats*)>;
 
-  Strategy(std::string text, RuleFn fn) : text_(std::move(text)), rule_(std::move(fn)) {}
-  Strategy(std::string text, ComposedFn fn) : text_(std::move(text)), composed_(std::move(fn)) {}
+  Strategy(std::string text, RuleFn fn)
+      : impl_(std::make_shared<const Impl>(Impl{std::move(text), std::move(fn), {}})) {}
+  Strategy(std::string text, ComposedFn fn)
+      : impl_(std::make_shared<const Impl>(Impl{std::move(text), {}, std::move(fn)})) {}
 
   /// Applies the strategy. Exceptions thrown by a rule become internal-error results, so a
-  /// strategy never throws past this layer.
+  /// strategy never throws past this layer; one that runs past detail::kStrategyBudget steps
+  /// ends with an out-of-budget result.
   RewriteResult<P> operator()(const P& p, RewriteStats* stats = nullptr) const {
+    detail::Budget& budget = detail::budget;
+    if (budget.depth == 0) budget.left = detail::kStrategyBudget;
+    if (--budget.left < 0) {
+      const std::string& t = impl_->text;
+      return RewriteResult<P>::out_of_budget(
+          t.size() > 80 ? t.substr(0, 77) + "..." : t,
+          fmt::format("ran past {} steps (a repeat that never stops applying?)",
+                      detail::kStrategyBudget));
+    }
+    ++budget.depth;
+    struct Leave {
+      ~Leave() { --detail::budget.depth; }
+    } leave;
     try {
-      if (composed_) return composed_(p, stats);
-      if (!stats) return rule_(p);
+      if (impl_->composed) return impl_->composed(p, stats);
+      if (!stats) return impl_->rule(p);
       auto start = std::chrono::steady_clock::now();
-      RewriteResult<P> r = rule_(p);
-      stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      RewriteResult<P> r = impl_->rule(p);
+      stats->seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++stats->attempts;
       if (r) ++stats->steps;
       return r;
     } catch (const std::exception& e) {
-      return RewriteResult<P>::internal_error(text_, e.what());
+      return RewriteResult<P>::internal_error(impl_->text, e.what());
     }
   }
   /// The strategy as an expression in the strategy language, e.g. `split(i, 32) ;
   /// parallel(i.outer)`.
-  const std::string& text() const { return text_; }
+  const std::string& text() const { return impl_->text; }
 
  private:
-  std::string text_;
-  RuleFn rule_;
-  ComposedFn composed_;
+  struct Impl {
+    std::string text;
+    RuleFn rule;
+    ComposedFn composed;
+  };
+  std::shared_ptr<const Impl> impl_;
 };
 
 /// Succeeds with its input.
 template <typename P>
 Strategy<P> id() {
-  return Strategy<P>("id", typename Strategy<P>::ComposedFn(
-                               [](const P& p, RewriteStats*) { return RewriteResult<P>::success(p); }));
+  return Strategy<P>("id", typename Strategy<P>::ComposedFn([](const P& p, RewriteStats*) {
+                       return RewriteResult<P>::success(p);
+                     }));
 }
 
 /// Never applies.
@@ -114,8 +151,9 @@ Strategy<P> operator<<=(Strategy<P> a, Strategy<P> b) {
 template <typename P>
 Strategy<P> try_(Strategy<P> s) {
   Strategy<P> t = lchoice(s, id<P>());
-  return Strategy<P>("try(" + s.text() + ")",
-                     typename Strategy<P>::ComposedFn([t](const P& p, RewriteStats* st) { return t(p, st); }));
+  return Strategy<P>(
+      "try(" + s.text() + ")",
+      typename Strategy<P>::ComposedFn([t](const P& p, RewriteStats* st) { return t(p, st); }));
 }
 
 /// `repeat(s)`: applies s until it no longer applies (at most `limit` times). Never fails.
@@ -145,13 +183,21 @@ Strategy<P> repeat_n(Strategy<P> s, int n) {
                      }));
 }
 
-/// Sequences a list; the empty list is `id`.
+/// Sequences a list (`a ; b ; c`), the empty list is `id`: one flat step that runs them in a
+/// loop, so a sequence of 25,000 is neither 25,000 frames deep nor built in quadratic time.
 template <typename P>
-Strategy<P> seq_all(const std::vector<Strategy<P>>& steps) {
+Strategy<P> seq_all(std::vector<Strategy<P>> steps) {
   if (steps.empty()) return id<P>();
-  Strategy<P> s = steps[0];
-  for (size_t i = 1; i < steps.size(); ++i) s = seq(s, steps[i]);
-  return s;
+  if (steps.size() == 1) return steps[0];
+  std::string text;
+  for (size_t i = 0; i < steps.size(); ++i) text += (i ? " ; " : "") + steps[i].text();
+  return Strategy<P>(std::move(text), typename Strategy<P>::ComposedFn(
+                                          [steps = std::move(steps)](const P& p, RewriteStats* st) {
+                                            RewriteResult<P> r = steps[0](p, st);
+                                            for (size_t i = 1; i < steps.size() && r; ++i)
+                                              r = steps[i](r.program(), st);
+                                            return r;
+                                          }));
 }
 
 }  // namespace tessera

@@ -50,6 +50,35 @@ TEST(StrategyText, NestingDeeperThanTheLimitIsAnError) {
   }
 }
 
+// A long sequence is one flat step: 100,000 items parse and apply without a frame per item
+// (25,000 took minutes when each `;` nested and copied the sequence before it), and the item
+// that fails is the one named.
+TEST(StrategyText, LongSequencesParseAndApplyFlat) {
+  OpInstance op = instantiate(parse_workload("matmul:M=8,N=8,K=8"));
+  std::string text;
+  for (int i = 0; i < 100000; ++i) text += i ? " ; id" : "id";
+  ProgramStrategy s = parse_strategy(text);
+  EXPECT_EQ(s.text(), text);
+  EXPECT_TRUE(s(op.program).ok());
+  ProgramStrategy failing = parse_strategy(text + " ; split(q, 2) ; " + text);
+  RewriteResult<Program> r = failing(op.program);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.strategy(), "split(q, 2)");
+}
+
+// Nested repeats multiply their limits (1000^4 applications of id); the budget of one top-level
+// application ends them with an error that is not called internal, and the next application
+// starts with a full budget.
+TEST(StrategyText, RunawayRepeatsEndWithinTheBudget) {
+  OpInstance op = instantiate(parse_workload("matmul:M=8,N=8,K=8"));
+  RewriteResult<Program> r = parse_strategy("repeat(repeat(repeat(repeat(id))))")(op.program);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.out_of_budget());
+  EXPECT_NE(r.message().find("ran past"), std::string::npos) << r.message();
+  EXPECT_EQ(r.message().find("internal error"), std::string::npos) << r.message();
+  EXPECT_TRUE(parse_strategy("split(i, 2) ; repeat(id)")(op.program).ok());
+}
+
 TEST(StrategyText, ErrorsPointAtTheColumn) {
   auto message = [](const char* text) {
     try {
