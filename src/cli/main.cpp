@@ -19,6 +19,7 @@
 #include "ops/evaluate.h"
 #include "ops/workload.h"
 #include "runtime/isa.h"
+#include "runtime/module.h"
 #include "schedule/strategy_parser.h"
 #include "te/error.h"
 #include "tir/printer.h"
@@ -82,6 +83,8 @@ int run_command(const RunArgs& args) {
   Evaluation ev;
   try {
     ev = evaluate(op, after, params);
+  } catch (const CompilerLimitError& e) {
+    return bad_input(e.what());
   } catch (const Error& e) {
     std::cerr << "tessera: error: " << e.what() << "\n";
     return kExitWrong;

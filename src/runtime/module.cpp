@@ -4,15 +4,19 @@
 #include <fcntl.h>
 #include <omp.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "runtime/isa.h"
 #include "runtime/parallel_jobs.h"
@@ -67,7 +71,8 @@ class TempDir {
 
 // Runs argv (argv[0] looked up in PATH) with stdout and stderr going to log_path. No shell is
 // involved, so paths and flags need no quoting. Throws unless the process exits with status 0.
-void run_compiler(const std::vector<std::string>& argv, const std::string& log_path) {
+void run_compiler(const std::vector<std::string>& argv, const std::string& log_path,
+                  const CompileOptions& opts) {
   int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) throw_error("cannot create {}: {}", log_path, std::strerror(errno));
   posix_spawn_file_actions_t actions;
@@ -83,15 +88,42 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& log_p
   posix_spawn_file_actions_destroy(&actions);
   ::close(fd);
   if (err != 0) throw_error("cannot run the C compiler '{}': {}", argv[0], std::strerror(err));
+  // The limits of the tuner's builders, for every other compile (run, measure, graph kernels, a
+  // model library): a strategy that unrolls 128^3 statements grew the compiler to 7 GB with no
+  // end. Set from outside (prlimit on the child), as posix_spawn takes no limits.
+  const auto memory_bytes = static_cast<rlim_t>(opts.memory_limit_bytes);
+  const rlimit memory{memory_bytes, memory_bytes};
+  prlimit(pid, RLIMIT_AS, &memory, nullptr);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(opts.timeout_s);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw_error("waiting for the C compiler failed: {}", std::strerror(errno));
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR)
+      throw_error("waiting for the C compiler failed: {}", std::strerror(errno));
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      throw CompilerLimitError(
+          fmt::format("the C compiler ran past {:g} s and was killed (a kernel too large to "
+                      "compile: too much unrolling?)",
+                      opts.timeout_s));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  const std::string log = read_text_file(log_path);
+  if (log.find("out of memory") != std::string::npos ||
+      log.find("virtual memory exhausted") != std::string::npos)
+    throw CompilerLimitError(fmt::format(
+        "the C compiler ran out of its {:g} GiB of memory (a kernel too large to compile: too much "
+        "unrolling?)",
+        static_cast<double>(opts.memory_limit_bytes) / (1 << 30)));
   std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
                                       : fmt::format("signal {}", WTERMSIG(status));
-  throw_error("C compiler '{}' failed ({}):\n{}", argv[0], how,
-              first_lines(read_text_file(log_path), 20));
+  throw_error("C compiler '{}' failed ({}):\n{}", argv[0], how, first_lines(log, 20));
 }
 
 std::vector<std::string> compiler_command(const CompileOptions& opts, bool keep_shared) {
@@ -131,7 +163,7 @@ Module Module::compile(const std::string& c_code, const CompileOptions& opts) {
   write_text_file(source, c_code);
   std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/true);
   argv.insert(argv.end(), {"-o", object, source});
-  run_compiler(argv, dir.file("compiler.log"));
+  run_compiler(argv, dir.file("compiler.log"), opts);
   // The mapping stays valid after the directory is removed.
   void* handle = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw_error("cannot load the compiled kernel: {}", dlerror());
@@ -168,7 +200,7 @@ std::string compile_to_assembly(const std::string& c_code, const CompileOptions&
   write_text_file(source, c_code);
   std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/false);
   argv.insert(argv.end(), {"-S", "-o", assembly, source});
-  run_compiler(argv, dir.file("compiler.log"));
+  run_compiler(argv, dir.file("compiler.log"), opts);
   return read_text_file(assembly);
 }
 
@@ -206,7 +238,7 @@ void SharedLibraryBuilder::link(const std::string& output, const CompileOptions&
     if (sources[i].ends_with(".c")) argv.push_back("-fvisibility=hidden");
     argv.insert(argv.end(), {"-c", "-o", path(sources[i] + ".o"), path(sources[i])});
     try {
-      run_compiler(argv, path(sources[i] + ".log"));
+      run_compiler(argv, path(sources[i] + ".log"), opts);
     } catch (const Error& e) {
       errors[i] = fmt::format("{}: {}", sources[i], e.what());
     }
@@ -221,7 +253,7 @@ void SharedLibraryBuilder::link(const std::string& output, const CompileOptions&
   argv.insert(argv.end(), {"-Wl,-z,noexecstack", "-o", partial});
   for (const std::string& s : sources) argv.push_back(path(s + ".o"));
   try {
-    run_compiler(argv, path("link.log"));
+    run_compiler(argv, path("link.log"), opts);
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove(partial, ignored);

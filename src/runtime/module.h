@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/ndarray.h"
+#include "te/error.h"
 
 namespace tessera {
 
@@ -26,11 +27,22 @@ std::string default_c_compiler();
 ///   -std=gnu11                C11 plus the GNU vector extensions the codegen emits.
 std::vector<std::string> default_compile_flags();
 
+/// The C compiler stopped at its time or memory limit: the kernel asked too much of it (a
+/// strategy's unrolling), not a tessera bug.
+class CompilerLimitError : public Error {
+ public:
+  using Error::Error;
+};
+
 struct CompileOptions {
   std::string compiler = default_c_compiler();
   std::vector<std::string> flags = default_compile_flags();
   /// The symbol Module::compile looks up (CodegenOptions::entry of the generated code).
   std::string entry = "tsr_main";
+  /// Limits of each compiler process: past them it is killed (CompilerLimitError). A strategy
+  /// that unrolls 128^3 statements grew the compiler to 7 GB with no end.
+  double timeout_s = 120;
+  int64_t memory_limit_bytes = int64_t{8} << 30;
 };
 
 /// A loaded kernel: owns the dlopen handle (closed on destruction). Movable, not copyable.

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "runtime/module.h"
 #include "runtime/ndarray.h"
@@ -75,6 +76,51 @@ TEST(RuntimeModule, MissingCompilerThrows) {
   CompileOptions opts;
   opts.compiler = "/nonexistent/tessera-cc";
   EXPECT_THROW(Module::compile(kAddKernel, opts), Error);
+}
+
+// Stand-in compilers (shell scripts): one that never finishes, one that runs out of memory as
+// cc1 does. Both end as CompilerLimitError, the input's fault, not a failed build.
+std::string fake_compiler(const std::string& name, const std::string& body) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  {
+    std::ofstream out(path);
+    out << "#!/bin/sh\n" << body << "\n";
+  }
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+TEST(RuntimeModule, CompilerPastItsTimeIsKilled) {
+  CompileOptions opts;
+  opts.compiler = fake_compiler("tessera-slow-cc", "exec sleep 60");
+  opts.timeout_s = 0.5;
+  try {
+    Module::compile(kAddKernel, opts);
+    FAIL() << "expected CompilerLimitError";
+  } catch (const CompilerLimitError& e) {
+    EXPECT_NE(std::string(e.what()).find("ran past 0.5 s"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RuntimeModule, CompilerOutOfMemoryIsALimitNotABuildFailure) {
+  CompileOptions opts;
+  opts.compiler = fake_compiler("tessera-oom-cc",
+                                "echo 'cc1: out of memory allocating 65536 bytes' >&2; exit 1");
+  try {
+    Module::compile(kAddKernel, opts);
+    FAIL() << "expected CompilerLimitError";
+  } catch (const CompilerLimitError& e) {
+    EXPECT_NE(std::string(e.what()).find("ran out of its 8 GiB"), std::string::npos) << e.what();
+  }
+  opts.compiler = fake_compiler("tessera-failing-cc", "echo 'kernel.c:1: error: no' >&2; exit 1");
+  try {
+    Module::compile(kAddKernel, opts);
+    FAIL() << "expected Error";
+  } catch (const CompilerLimitError& e) {
+    FAIL() << "an ordinary compile error is no limit: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("error: no"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RuntimeModule, LeavesNoTemporaryFiles) {
