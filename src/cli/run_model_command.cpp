@@ -165,6 +165,7 @@ int run_library(const RunModelArgs& args) {
     return kExitBadInput;
   }
   if (args.threads > 0) model->set_num_threads(args.threads);
+  model->set_adaptive_threads(!args.fixed_threads);
   if (model->input_is_int(0)) {
     std::vector<int64_t> ids;
     for (double d : input.data) ids.push_back(graph::saturated_int(d));
@@ -205,6 +206,7 @@ int run_library(const RunModelArgs& args) {
     j["model"] = args.model;
     j["library"] = d;
     add_run_json(j, args, model->input_name(0), input, output_names, outputs, timing);
+    j["threads_in_use"] = model->threads_in_use();
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -363,6 +365,9 @@ RunModelCommand add_run_model_command(CLI::App& app) {
   c.app->add_flag("--profile", a.profile,
                   "Time each kernel (the sum over its steps, median of --repeat runs)");
   c.app->add_flag("--json", a.json, "Print the result as JSON");
+  c.app->add_flag("--fixed-threads", a.fixed_threads,
+                  "model.so: every run uses --threads, also when other processes keep the machine "
+                  "busy (by default the library tries fewer where that runs faster)");
   add_layout_option(c.app, a.layout);
   add_conv_algorithm_option(c.app, a.conv_algorithm);
   return c;

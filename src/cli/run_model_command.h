@@ -19,6 +19,7 @@ struct RunModelArgs {
   bool check = false;    // compare with the graph's reference path
   bool profile = false;  // time each kernel
   bool json = false;
+  bool fixed_threads = false;  // model.so: no fewer threads on a busy machine
   std::string layout;          // nchwc (the default) or nchw; model.onnx only
   std::string conv_algorithm;  // auto (the default) or direct; model.onnx only
 };

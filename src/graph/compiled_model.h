@@ -45,7 +45,9 @@ class CompiledModel {
                                ", this header reads 1 to " +
                                std::to_string(TESSERA_MODEL_ABI_VERSION));
     if (version >= 2 && (!m.bind(m.input_dtype_, "tessera_model_input_dtype") ||
-                         !m.bind(m.input_ids_, "tessera_model_input_ids")))
+                         !m.bind(m.input_ids_, "tessera_model_input_ids") ||
+                         !m.bind(m.adaptive_, "tessera_model_set_adaptive_threads") ||
+                         !m.bind(m.in_use_, "tessera_model_threads_in_use")))
       throw CompiledModelError(path + " is not a tessera model library (missing " + m.missing_ +
                                ")");
     m.model_ = m.create_();
@@ -66,6 +68,7 @@ class CompiledModel {
       output_shape_ = o.output_shape_, create_ = o.create_, destroy_ = o.destroy_;
       input_ = o.input_, output_ = o.output_, run_ = o.run_, threads_ = o.threads_;
       input_dtype_ = o.input_dtype_, input_ids_ = o.input_ids_;
+      adaptive_ = o.adaptive_, in_use_ = o.in_use_;
     }
     return *this;
   }
@@ -132,6 +135,13 @@ class CompiledModel {
 
   /// OpenMP threads of the model's parallel kernels (process-wide).
   void set_num_threads(int n) { threads_(n); }
+  /// Fewer threads while the machine is busy and that runs faster (the default; model_abi.h);
+  /// off: every run uses the thread count. A no-op on version-1 libraries.
+  void set_adaptive_threads(bool on) {
+    if (adaptive_) adaptive_(model_, on ? 1 : 0);
+  }
+  /// The threads runs use now.
+  int threads_in_use() const { return in_use_ ? in_use_(model_) : -1; }
   /// JSON: source model, target, kernels and where their schedules came from, arena bytes.
   std::string description() const { return description_(); }
 
@@ -206,6 +216,8 @@ class CompiledModel {
   void (*threads_)(int) = nullptr;
   int (*input_dtype_)(int) = nullptr;                     // ABI 2
   int64_t* (*input_ids_)(tessera_model*, int) = nullptr;  // ABI 2
+  void (*adaptive_)(tessera_model*, int) = nullptr;       // ABI 2
+  int (*in_use_)(const tessera_model*) = nullptr;         // ABI 2
 };
 
 }  // namespace tessera

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/executor.h"
+#include "graph/thread_policy_text.h"
 #include "measure/target.h"
 #include "runtime/isa.h"
 #include "runtime/shared_library.h"
@@ -164,7 +165,9 @@ Executor::MemoryPlan Executor::export_library(const std::string& path,
                            {"id_bound", input_id_bound_[i]}});
   }
 
-  std::string c = "#include <omp.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n";
+  std::string c =
+      "#include <omp.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <time.h>\n\n";
+  c += kThreadPolicySource;
   c += "#define TSR_API __attribute__((visibility(\"default\")))\n";
   c += "typedef struct tessera_model tessera_model;\n";
   c += "typedef void (*tsr_kernel_fn)(void* const* args);\n";
@@ -211,6 +214,8 @@ Executor::MemoryPlan Executor::export_library(const std::string& path,
 
 struct tessera_model {{
   unsigned char* arena;
+  int adaptive;
+  tsr_thread_policy threads;
   int64_t* ids[NUM_INPUTS > 0 ? NUM_INPUTS : 1];
   void* args[NUM_ARGS > 0 ? NUM_ARGS : 1];
 }};
@@ -242,6 +247,7 @@ TSR_API tessera_model* tessera_model_create(void) {{
     free(m);
     return 0;
   }}
+  m->adaptive = 1;
   for (int a = 0; a < NUM_ARGS; ++a) m->args[a] = slot_pointer(m, arg_slot[a]);
   for (int i = 0; i < NUM_INPUTS; ++i) {{
     if (!input_is_int[i]) continue;
@@ -283,7 +289,26 @@ TSR_API void tessera_model_run(tessera_model* m) {{
       x[k] = (float)(id < -(1 << 24) ? -(1 << 24) : id > (1 << 24) ? (1 << 24) : id);
     }}
   }}
+  /* Fewer threads while the machine is busy (thread_policy.h); the caller's count is restored. */
+  const int cap = omp_get_max_threads();
+  const int threads = m->adaptive ? tsr_policy_next(&m->threads, cap) : cap;
+  if (threads != cap) omp_set_num_threads(threads);
+  struct timespec start, end;
+  clock_gettime(CLOCK_MONOTONIC, &start);
   for (int s = 0; s < NUM_STEPS; ++s) tsr_kernels[step_kernel[s]](m->args + step_first_arg[s]);
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  if (threads != cap) omp_set_num_threads(cap);
+  if (m->adaptive)
+    tsr_policy_record(&m->threads, 1e3 * (double)(end.tv_sec - start.tv_sec) +
+                                       1e-6 * (double)(end.tv_nsec - start.tv_nsec));
+}}
+
+TSR_API void tessera_model_set_adaptive_threads(tessera_model* m, int on) {{ m->adaptive = on; }}
+TSR_API int tessera_model_threads_in_use(const tessera_model* m) {{
+  const int cap = omp_get_max_threads();
+  if (!m->adaptive || m->threads.cap != cap) return cap;
+  const int threads = cap >> m->threads.home;
+  return threads < 1 ? 1 : threads;
 }}
 
 TSR_API void tessera_model_set_num_threads(int n) {{ omp_set_num_threads(n); }}

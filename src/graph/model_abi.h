@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-/* 2: integer inputs (tessera_model_input_dtype, tessera_model_input_ids). */
+/* 2: integer inputs (tessera_model_input_dtype, tessera_model_input_ids), adaptive threads. */
 #define TESSERA_MODEL_ABI_VERSION 2
 
 /* Element types of an input. */
@@ -52,6 +52,12 @@ const float* tessera_model_output(const tessera_model* m, int i);
 void tessera_model_run(tessera_model* m);
 /* OpenMP threads of the parallel kernels (the process-wide setting of libgomp). */
 void tessera_model_set_num_threads(int n);
+/* On (the default): while other processes keep the machine busy and runs slow down, an instance
+ * tries fewer threads and keeps them where that is faster, returning to all of them when the
+ * machine is free (graph/thread_policy.h); off: every run uses the thread count. */
+void tessera_model_set_adaptive_threads(tessera_model* m, int on);
+/* The threads the instance's runs use now. */
+int tessera_model_threads_in_use(const tessera_model* m);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,82 @@
+// The thread policy of model libraries (graph/thread_policy.h) against a simulated machine:
+// ResNet-18's times measured on a 2-core guest, idle and beside two CPU-bound processes.
+#include "graph/thread_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tessera {
+namespace {
+
+// ms of one run at `threads` of 2; busy: two other CPU-bound processes (2026-12-03, AMD EPYC).
+double resnet18_ms(int threads, bool busy, int run) {
+  double ms = busy ? (threads == 2 ? 62 : 38) : (threads == 2 ? 20 : 34);
+  return ms * (1 + 0.04 * std::sin(run * 1.7));  // a little noise
+}
+
+struct Simulation {
+  tsr_thread_policy policy{};
+  int run = 0;
+  // Runs n times; returns how many of them used all threads.
+  int runs(int n, bool busy, int cap = 2) {
+    int full = 0;
+    for (int i = 0; i < n; ++i, ++run) {
+      int threads = tsr_policy_next(&policy, cap);
+      full += threads == cap;
+      tsr_policy_record(&policy, resnet18_ms(threads, busy, run));
+    }
+    return full;
+  }
+};
+
+// One trial of one thread early, then one in 256 runs.
+TEST(ThreadPolicy, AnIdleMachineKeepsEveryThread) {
+  Simulation s;
+  EXPECT_GE(s.runs(600, false), 600 - 1 - 600 / 256);
+  EXPECT_EQ(tsr_policy_next(&s.policy, 2), 2);
+}
+
+// Busy from the first run: no run is slower than the fastest seen, and the early trial finds
+// one thread faster.
+TEST(ThreadPolicy, AMachineBusyFromTheStartFindsFewerThreads) {
+  Simulation s;
+  s.runs(20, true);
+  EXPECT_EQ(tsr_policy_next(&s.policy, 2), 1);
+}
+
+TEST(ThreadPolicy, ABusyMachineMovesToFewerThreadsAndBackWhenFree) {
+  Simulation s;
+  s.runs(50, false);
+  s.runs(12, true);
+  // Settled on one thread while busy, save trials of two ever further apart (to one in 128).
+  int full = s.runs(400, true);
+  EXPECT_LE(full, 8);
+  EXPECT_EQ(tsr_policy_next(&s.policy, 2), 1);
+  // Free again: back to two within a trial period, then stays.
+  s.runs(130, false);
+  EXPECT_GE(s.runs(200, false), 199);
+}
+
+// A burst of noise that sends it to one thread costs a few runs: two are tried again after 4.
+TEST(ThreadPolicy, AShortBurstCostsAFewRuns) {
+  Simulation s;
+  s.runs(50, false);
+  s.runs(8, true);
+  ASSERT_EQ(tsr_policy_next(&s.policy, 2), 1) << "the burst moved it to one thread";
+  EXPECT_GE(s.runs(40, false), 32);
+  EXPECT_EQ(tsr_policy_next(&s.policy, 2), 2);
+}
+
+TEST(ThreadPolicy, ANewThreadCountStartsOver) {
+  Simulation s;
+  s.runs(50, false);
+  s.runs(60, true);
+  EXPECT_EQ(tsr_policy_next(&s.policy, 2), 1);
+  EXPECT_EQ(tsr_policy_next(&s.policy, 4), 4);  // the caller asked for another count
+  EXPECT_EQ(tsr_policy_next(&s.policy, 1), 1);
+  EXPECT_EQ(s.policy.home, 0);
+}
+
+}  // namespace
+}  // namespace tessera
