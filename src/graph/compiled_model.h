@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -32,6 +33,12 @@ class CompiledModel {
   /// dlopens `path` (a path with a slash, or one found on the loader's path), checks its ABI
   /// version and creates an instance with its own buffers.
   static CompiledModel load(const std::string& path) {
+    // A file named by its path is checked against its seal first: dlopen of a truncated
+    // library crashed (SIGBUS) and a damaged one failed an assertion inside ld.so.
+    if (path.find('/') != std::string::npos) {
+      std::string why = seal_problem(path);
+      if (!why.empty()) throw CompiledModelError(path + ": " + why);
+    }
     CompiledModel m;
     m.handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!m.handle_) throw CompiledModelError("cannot load " + path + ": " + dlerror());
@@ -168,6 +175,38 @@ class CompiledModel {
            bind(input_, "tessera_model_input") && bind(output_, "tessera_model_output") &&
            bind(run_, "tessera_model_run") && bind(threads_, "tessera_model_set_num_threads");
   }
+  // Why the file fails its seal (model_abi.h), or "" when it passes.
+  static std::string seal_problem(const std::string& path) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) return "cannot load: the file does not exist or cannot be read";
+    const auto size = static_cast<uint64_t>(in.tellg());
+    const uint64_t seal = TESSERA_MODEL_SEAL_BYTES;
+    const std::string rebuild = " (rebuild it with tessera compile -o)";
+    if (size < seal) return "too short to be a model library: truncated?" + rebuild;
+    in.seekg(static_cast<std::streamoff>(size - seal));
+    char tail[TESSERA_MODEL_SEAL_BYTES];
+    in.read(tail, sizeof tail);
+    if (std::string(tail, 8) != TESSERA_MODEL_SEAL_MAGIC)
+      return "has no seal: not a model library tessera compile wrote, or truncated" + rebuild;
+    auto field = [&](int k) {
+      uint64_t v = 0;
+      for (int b = 7; b >= 0; --b) v = v << 8 | static_cast<unsigned char>(tail[8 + 8 * k + b]);
+      return v;
+    };
+    if (field(0) != size - seal) return "is not as long as its seal says: damaged" + rebuild;
+    in.seekg(0);
+    uint64_t hash = 14695981039346656037ull, left = size - seal;
+    char buffer[1 << 16];
+    while (left > 0 && in.read(buffer, static_cast<std::streamsize>(
+                                           left < sizeof buffer ? left : sizeof buffer))) {
+      for (std::streamsize i = 0; i < in.gcount(); ++i)
+        hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 1099511628211ull;
+      left -= static_cast<uint64_t>(in.gcount());
+    }
+    if (left != 0 || hash != field(1)) return "does not match its checksum: damaged" + rebuild;
+    return "";
+  }
+
   void check_input(size_t i, size_t count, bool ids) const {
     if (input_is_int(i) != ids)
       throw CompiledModelError("input '" + input_name(i) + "' takes " +

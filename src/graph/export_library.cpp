@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "graph/executor.h"
+#include "graph/model_abi.h"
 #include "graph/thread_policy_text.h"
 #include "measure/target.h"
 #include "runtime/isa.h"
@@ -44,6 +46,26 @@ std::string c_array(const std::string& type, const std::string& name, const std:
   for (size_t i = 0; i < v.size(); ++i) body += fmt::format("{}{}", i ? ", " : "", v[i]);
   if (v.empty()) body = "0";
   return fmt::format("static const {} {}[] = {{{}}};\n", type, name, body);
+}
+
+// The seal of model_abi.h, appended to the linked library.
+void append_seal(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t hash = 14695981039346656037ull, length = 0;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 1099511628211ull;
+    }
+    length += static_cast<uint64_t>(in.gcount());
+  }
+  in.close();
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out.write(TESSERA_MODEL_SEAL_MAGIC, 8);
+  for (uint64_t v : {length, hash})
+    for (int b = 0; b < 8; ++b) out.put(static_cast<char>((v >> (8 * b)) & 0xff));
+  out.flush();
+  if (!out) throw_error("cannot write {}", path);
 }
 
 }  // namespace
@@ -326,7 +348,7 @@ TSR_API void tessera_model_set_num_threads(int n) {{ omp_set_num_threads(n); }}
   for (size_t k = 0; k < codes_.size(); ++k)
     build.add_source(fmt::format("kernel{}.c", k), codes_[k]);
   try {
-    build.link(path, {}, options.compile_jobs);
+    build.link(path, {}, options.compile_jobs, append_seal);
   } catch (const Error& e) {
     throw KernelBuildError(fmt::format("cannot build {}: {}", path, e.what()));
   }

@@ -14,6 +14,14 @@
 #define TESSERA_MODEL_FLOAT32 0
 #define TESSERA_MODEL_INT64 1
 
+/* The seal `tessera compile -o` appends to the library file (past the ELF image, which the
+ * loader ignores), checked before dlopen so that a truncated or damaged file is an error rather
+ * than a crash in the loader: the 8 bytes TESSERA_MODEL_SEAL_MAGIC, then the length of the bytes
+ * before the seal and their FNV-1a 64-bit hash (offset basis 14695981039346656037, prime
+ * 1099511628211), each a little-endian uint64. */
+#define TESSERA_MODEL_SEAL_MAGIC "TSRSEAL1"
+#define TESSERA_MODEL_SEAL_BYTES 24
+
 #ifdef __cplusplus
 extern "C" {
 #endif

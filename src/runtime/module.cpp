@@ -229,8 +229,8 @@ void SharedLibraryBuilder::add_data(const std::string& name, const void* data, s
   if (!out) throw_error("cannot write {}: {}", path(name), std::strerror(errno));
 }
 
-void SharedLibraryBuilder::link(const std::string& output, const CompileOptions& opts,
-                                int jobs) const {
+void SharedLibraryBuilder::link(const std::string& output, const CompileOptions& opts, int jobs,
+                                const std::function<void(const std::string&)>& finish) const {
   const std::vector<std::string>& sources = impl_->sources;
   std::vector<std::string> errors(sources.size());
   run_parallel_jobs(sources.size(), jobs, [&](size_t i) {
@@ -254,6 +254,7 @@ void SharedLibraryBuilder::link(const std::string& output, const CompileOptions&
   for (const std::string& s : sources) argv.push_back(path(s + ".o"));
   try {
     run_compiler(argv, path("link.log"), opts);
+    if (finish) finish(partial);
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove(partial, ignored);

@@ -2,6 +2,7 @@
 /// parallel, assembly that embeds data files (`.incbin`), linked together with `-shared`.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +31,9 @@ class SharedLibraryBuilder {
   /// Compiles every source (`jobs` compilers at once; 0: one per core) and links them into
   /// `output`, which is replaced atomically (a failed build leaves an existing file alone).
   /// Throws tessera::Error with the compiler's output when a step fails.
-  void link(const std::string& output, const CompileOptions& opts = {}, int jobs = 0) const;
+  /// `finish`, when given, runs on the linked file before it replaces `output` (to append to it).
+  void link(const std::string& output, const CompileOptions& opts = {}, int jobs = 0,
+            const std::function<void(const std::string& linked)>& finish = {}) const;
 
  private:
   struct Impl;

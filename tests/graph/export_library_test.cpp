@@ -133,6 +133,40 @@ TEST(ExportLibrary, WhatIsNotAModelLibraryIsAClearError) {
   }
 }
 
+// dlopen of a truncated library crashed the process (SIGBUS) and of a damaged one failed an
+// assertion inside ld.so: the seal is checked first.
+TEST(ExportLibrary, TruncatedOrDamagedLibrariesAreRefusedBeforeLoading) {
+  GraphBuilder b(35);
+  std::string x = b.input({1, 4});
+  Graph g = b.finish(b.node("Relu", {x}));
+  graph::run_default_passes(g);
+  graph::Executor ex = graph::Executor::compile(g);
+  std::string path = library_path("sealed.so");
+  ex.export_library(path);
+  EXPECT_NO_THROW(CompiledModel::load(path));
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto refused = [&](const std::string& name, const std::string& content, const char* why) {
+    std::string copy = library_path(name);
+    std::ofstream(copy, std::ios::binary) << content;
+    try {
+      CompiledModel::load(copy);
+      ADD_FAILURE() << name << " loaded";
+    } catch (const CompiledModelError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused("truncated.so", bytes.substr(0, bytes.size() / 2), "has no seal");
+  refused("short.so", bytes.substr(0, 10), "too short");
+  std::string flipped = bytes;
+  flipped[flipped.size() / 3] ^= 0x5a;
+  refused("flipped.so", flipped, "checksum");
+  refused("extended.so", bytes.substr(0, 100) + bytes.substr(bytes.size() - 24), "as long as");
+}
+
 TEST(ExportLibrary, RebuildingReplacesTheFileWhileALoadedCopyKeepsRunning) {
   GraphBuilder b(34);
   std::string x = b.input({1, 4});
