@@ -37,7 +37,7 @@ int write_library(const graph::Graph& g, const CompileArgs& args) {
   params.threads = args.tune.threads;
   try {
     graph::Executor ex = graph::compile_model(
-        g, params, args.model_check,
+        g, params, !args.no_model_check,
         [](const std::string& line) { std::cerr << "compile: " << line << "\n"; });
     graph::ExportOptions options;
     options.model = args.model;
@@ -145,7 +145,7 @@ CompileCommand add_compile_command(CLI::App& app) {
                     "graph/compiled_model.h");
   c.app->add_flag("--list-tasks", a.list_tasks,
                   "Print the task list (tune-all's file format) and tune nothing");
-  c.app->add_flag("!--no-model-check", a.model_check,
+  c.app->add_flag("--no-model-check", a.no_model_check,
                   "With -o, do not profile the model with its default configurations and the "
                   "re-timing's runners-up to keep those that run faster in the model than the "
                   "tuned ones");
