@@ -416,6 +416,18 @@ class Planner {
     } else if (bs.size() == 2) {
       library_step(fmt::format("matmul:M={},N={},K={}", batch * m, nn, k), args);
     } else {
+      // Operands whose batch dimensions broadcast are copied out to the output's first.
+      const std::vector<int64_t> out_batch(out_shape.begin(), out_shape.end() - 2);
+      for (int side = 0; side < 2; ++side) {
+        const std::vector<int64_t>& s = side == 0 ? as : bs;
+        std::vector<int64_t> full = out_batch;
+        full.insert(full.end(), s.end() - 2, s.end());
+        if (s == full) continue;
+        size_t expanded = new_array(full);
+        te_step(elementwise_kernel(full, {s}, {}), {args[side], expanded});
+        args[side] = expanded;
+      }
+      batch = num_elements(out_batch);
       library_step(fmt::format("batch_matmul:B={},M={},N={},K={}", batch, m, nn, k), args);
     }
     if (!n.epilogue.empty()) epilogue_step(n, raw, out_shape, {});

@@ -89,24 +89,23 @@ HostTensor pool(const Node& n, const HostTensor& x, bool is_max) {
 
 // C[b][i][j] = sum_k A[b][i][k] * B[b or 0][k][j], A and B given as row-major matrices.
 HostTensor matmul(const HostTensor& a, const HostTensor& b) {
-  int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), nn = b.shape.back();
-  int64_t batch = a.num_elements() / (m * k);
-  bool b_batched = b.shape.size() > 2;
-  if (!b_batched) {  // [..., M, K] x [K, N]: the leading dimensions are rows
-    m *= batch;
-    batch = 1;
-  }
+  const int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), nn = b.shape.back();
+  const std::vector<int64_t> batch_a(a.shape.begin(), a.shape.end() - 2);
+  const std::vector<int64_t> batch_b(b.shape.begin(), b.shape.end() - 2);
+  const std::vector<int64_t> batch = broadcast_shapes(batch_a, batch_b);
   HostTensor out;
-  out.shape = a.shape;
-  out.shape.back() = nn;
+  out.shape = batch;
+  out.shape.insert(out.shape.end(), {m, nn});
   out.data.assign(out.num_elements(), 0.0);
-  for (int64_t q = 0; q < batch; ++q)
+  for (int64_t q = 0; q < num_elements(batch); ++q) {
+    const int64_t qa = broadcast_index(q, batch, batch_a), qb = broadcast_index(q, batch, batch_b);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t kk = 0; kk < k; ++kk) {
-        double av = a.data[(q * m + i) * k + kk];
+        double av = a.data[(qa * m + i) * k + kk];
         for (int64_t j = 0; j < nn; ++j)
-          out.data[(q * m + i) * nn + j] += av * b.data[((b_batched ? q : 0) * k + kk) * nn + j];
+          out.data[(q * m + i) * nn + j] += av * b.data[(qb * k + kk) * nn + j];
       }
+  }
   return out;
 }
 

@@ -245,13 +245,9 @@ std::vector<int64_t> infer_builtin(const Node& n, const Graph& g) {
     if (a.size() < 2 || b.size() < 2) throw_error("{}: 1-D operands are not supported", n.where());
     if (a.back() != b[b.size() - 2])
       throw_error("{}: inner dimensions {} and {} differ", n.where(), shape_text(a), shape_text(b));
-    std::vector<int64_t> out = a;
-    if (b.size() > 2) {
-      if (b.size() != a.size() || !std::equal(a.begin(), a.end() - 2, b.begin()))
-        throw_error("{}: batch dimensions {} and {} must be equal (or B 2-D)", n.where(),
-                    shape_text(a), shape_text(b));
-    }
-    out.back() = b.back();
+    // Batch dimensions broadcast as numpy's do; a 2-D B multiplies every row of A.
+    std::vector<int64_t> out = broadcast_shapes({a.begin(), a.end() - 2}, {b.begin(), b.end() - 2});
+    out.insert(out.end(), {a[a.size() - 2], b.back()});
     return out;
   }
   if (op == "Concat") {

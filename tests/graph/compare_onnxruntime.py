@@ -250,6 +250,15 @@ def dcgan():
     return b.model("dcgan_generator", [1, 16, 1, 1], b.op("Tanh", [h])), [1, 16, 1, 1]
 
 
+def matmul_broadcast():
+    """MatMul whose batch dimensions broadcast: [2, 1, 3, 4] x [3, 4, 5] (both sides grow),
+    then a 2-D left operand against the batched result's transpose."""
+    b = Builder(11)
+    y = b.op("MatMul", ["input", b.weight(3, 4, 5)])
+    y = b.op("MatMul", [b.weight(6, 5), b.op("Transpose", [y], perm=[0, 1, 3, 2])])
+    return b.model("matmul_broadcast", [2, 1, 3, 4], y), [2, 1, 3, 4]
+
+
 def recurrent_lm():
     """A language model in small: int64 token ids (negative ones too) read by an embedding
     Gather, a bidirectional LSTM with biases and initial states whose three outputs are all read,
@@ -328,7 +337,7 @@ def main():
     print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
           f"{'ort ms':>9}  kernels")
     for build in (mlp, dqn, resnet, mobilenet, misc, se_block, encoder, more_ops,
-                  dcgan, recurrent_lm):
+                  dcgan, matmul_broadcast, recurrent_lm):
         model, shape = build()
         name = model.graph.name
         path = os.path.join(args.workdir, name + ".onnx")
