@@ -18,6 +18,7 @@
 #include "graph/op_table.h"
 #include "ops/evaluate.h"
 #include "ops/workload.h"
+#include "runtime/cleanup.h"
 #include "runtime/isa.h"
 #include "runtime/module.h"
 #include "schedule/strategy_parser.h"
@@ -171,6 +172,8 @@ int ops_command(bool graph_ops) {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
+  // A killed command takes its compilers, workers and temporary folders with it.
+  tessera::clean_up_on_termination_signals();
   // A TESSERA_ISA the CPU cannot run would otherwise surface deep inside the first compile.
   try {
     tessera::target_isa();

@@ -14,6 +14,7 @@
 
 #include "measure/hash.h"
 #include "measure/process.h"
+#include "runtime/cleanup.h"
 #include "te/error.h"
 
 namespace tessera {
@@ -43,6 +44,7 @@ Builder::Builder(BuildParams params) : params_(std::move(params)) {
   if (params_.cache_dir.empty()) {
     dir_ = make_private_dir();
     own_dir_ = true;
+    track_temp_dir(dir_);
   } else {
     std::error_code ec;
     fs::create_directories(params_.cache_dir, ec);
@@ -55,6 +57,7 @@ Builder::~Builder() {
   if (own_dir_) {
     std::error_code ec;
     fs::remove_all(dir_, ec);
+    untrack_temp_dir(dir_);
   }
 }
 

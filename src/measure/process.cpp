@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "runtime/cleanup.h"
 #include "te/error.h"
 
 extern char** environ;
@@ -67,6 +68,7 @@ pid_t spawn_process(const SpawnSpec& spec) {
   posix_spawnattr_destroy(&attr);
   if (out_fd >= 0) ::close(out_fd);
   if (err != 0) throw_error("cannot run '{}': {}", spec.argv[0], std::strerror(err));
+  track_child(pid);
   return pid;
 }
 
@@ -78,7 +80,10 @@ std::optional<int> wait_process(pid_t pid, double timeout_s) {
   for (;;) {
     int status = 0;
     pid_t r = waitpid(pid, &status, timeout_s > 0 ? WNOHANG : 0);
-    if (r == pid) return status;
+    if (r == pid) {
+      untrack_child(pid);
+      return status;
+    }
     if (r < 0 && errno != EINTR) throw_internal("waitpid({}): {}", pid, std::strerror(errno));
     if (timeout_s > 0) {
       if (Clock::now() >= deadline) return std::nullopt;
@@ -94,11 +99,14 @@ void kill_group(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  untrack_child(pid);
 }
 
 bool process_running(pid_t pid) {
   int status = 0;
-  return waitpid(pid, &status, WNOHANG) == 0;
+  pid_t r = waitpid(pid, &status, WNOHANG);
+  if (r == pid) untrack_child(pid);
+  return r == 0;
 }
 
 std::string signal_name(int sig) {

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "measure/process.h"
+#include "runtime/cleanup.h"
 #include "te/error.h"
 
 extern char** environ;
@@ -80,12 +81,14 @@ Runner::Runner(RunParams params) : params_(std::move(params)) {
     throw_error("cannot create a temporary directory {}: {}", pattern, std::strerror(errno));
   }
   dir_ = pattern;
+  track_temp_dir(dir_);
 }
 
 Runner::~Runner() {
   stop();
   std::error_code ec;
   fs::remove_all(dir_, ec);
+  untrack_temp_dir(dir_);
 }
 
 void Runner::start() {

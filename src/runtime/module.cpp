@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "runtime/cleanup.h"
 #include "runtime/isa.h"
 #include "runtime/parallel_jobs.h"
 #include "runtime/shared_library.h"
@@ -56,12 +57,14 @@ class TempDir {
       throw_error("cannot create a temporary directory {}: {}", pattern, std::strerror(errno));
     }
     path_ = pattern;
+    track_temp_dir(path_);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   ~TempDir() {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
+    untrack_temp_dir(path_);
   }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
 
@@ -88,6 +91,11 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& log_p
   posix_spawn_file_actions_destroy(&actions);
   ::close(fd);
   if (err != 0) throw_error("cannot run the C compiler '{}': {}", argv[0], std::strerror(err));
+  track_child(pid);
+  struct Reaped {
+    pid_t pid;
+    ~Reaped() { untrack_child(pid); }
+  } reaped{pid};
   // The limits of the tuner's builders, for every other compile (run, measure, graph kernels, a
   // model library): a strategy that unrolls 128^3 statements grew the compiler to 7 GB with no
   // end. Set from outside (prlimit on the child), as posix_spawn takes no limits.

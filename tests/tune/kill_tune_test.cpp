@@ -66,5 +66,42 @@ TEST(TuneKill, AKilledRunKeepsTheTrialsMeasuredBeforeTheKill) {
   std::filesystem::remove_all(dir);
 }
 
+// SIGTERM (a terminal's Ctrl-C is SIGINT, handled the same) mid-run: the compilers and the
+// measurement worker are terminated with the command, and its temporary folders are removed
+// (they stayed behind in /tmp).
+TEST(TuneKill, TerminatedRunLeavesNoTemporaryFolders) {
+  namespace fs = std::filesystem;
+  const std::string dir =
+      (fs::temp_directory_path() / ("tessera_term_tune_" + std::to_string(getpid()))).string();
+  const std::string tmp = dir + "/tmp";
+  fs::create_directories(tmp);
+  SpawnSpec spec;
+  spec.argv = {TESSERA_CLI_PATH, "tune",       "matmul:M=128,N=128,K=128",
+               "--trials",       "200",        "--tuner",
+               "random",         "--threads",  "1",
+               "--db",           dir + "/t.db"};
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("TMPDIR=", 0) != 0) spec.env.push_back(*e);
+  spec.env.push_back("TMPDIR=" + tmp);
+  spec.output_path = dir + "/tune.log";
+  const pid_t pid = spawn_process(spec);
+  auto folders = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(tmp))
+      n += e.path().filename().string().rfind("tessera-", 0) == 0;
+    return n;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (folders() < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_GE(folders(), 2) << "the build and run folders did not appear within a minute";
+  kill(pid, SIGTERM);
+  std::optional<int> status = wait_process(pid, 0);
+  ASSERT_TRUE(status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGTERM)
+      << "it should die of the signal it was sent";
+  EXPECT_EQ(folders(), 0);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tessera
