@@ -24,12 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string make_private_dir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessera-build-XXXXXX";
-  if (!mkdtemp(pattern.data())) {
-    throw_error("cannot create a temporary directory {}: {}", pattern, std::strerror(errno));
-  }
-  return pattern;
+  return make_tracked_temp_dir("tessera-build-");
 }
 
 int default_jobs() {
@@ -44,7 +39,6 @@ Builder::Builder(BuildParams params) : params_(std::move(params)) {
   if (params_.cache_dir.empty()) {
     dir_ = make_private_dir();
     own_dir_ = true;
-    track_temp_dir(dir_);
   } else {
     std::error_code ec;
     fs::create_directories(params_.cache_dir, ec);

@@ -75,13 +75,7 @@ std::string default_worker_path() {
 Runner::Runner(RunParams params) : params_(std::move(params)) {
   if (params_.worker_path.empty()) params_.worker_path = default_worker_path();
   if (params_.memory_limit_bytes == 0) params_.memory_limit_bytes = default_memory_limit();
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessera-run-XXXXXX";
-  if (!mkdtemp(pattern.data())) {
-    throw_error("cannot create a temporary directory {}: {}", pattern, std::strerror(errno));
-  }
-  dir_ = pattern;
-  track_temp_dir(dir_);
+  dir_ = make_tracked_temp_dir("tessera-run-");
 }
 
 Runner::~Runner() {

@@ -1,12 +1,18 @@
 #include "runtime/cleanup.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <random>
+
+#include "te/error.h"
 
 namespace tessera {
 
@@ -46,15 +52,19 @@ void remove_tree(int parent, const char* name, int depth) {
 }
 
 void on_termination(int sig) {
-  for (std::atomic<pid_t>& c : children) {
-    pid_t pid = c.load();
-    if (pid <= 0) continue;
-    // SIGTERM, not SIGKILL: the compiler driver then removes its own temporary files.
-    kill(-pid, SIGTERM);  // a worker leads its own group; fails harmlessly otherwise
-    kill(pid, SIGTERM);
+  // Other threads run on while this one cleans: a compiler they start or a file they write
+  // after a pass is caught by the next.
+  for (int pass = 0; pass < 3; ++pass) {
+    for (std::atomic<pid_t>& c : children) {
+      pid_t pid = c.load();
+      if (pid <= 0) continue;
+      // SIGTERM, not SIGKILL: the compiler driver then removes its own temporary files.
+      kill(-pid, SIGTERM);  // a worker leads its own group; fails harmlessly otherwise
+      kill(pid, SIGTERM);
+    }
+    for (int i = 0; i < kDirSlots; ++i)
+      if (dir_state[i].load() == 2) remove_tree(AT_FDCWD, dirs[i], 4);
   }
-  for (int i = 0; i < kDirSlots; ++i)
-    if (dir_state[i].load() == 2) remove_tree(AT_FDCWD, dirs[i], 4);
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -96,6 +106,24 @@ void untrack_temp_dir(const std::string& path) {
       return;
     }
   }
+}
+
+std::string make_tracked_temp_dir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string base = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix;
+  static const char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(getpid()));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string path = base;
+    for (int i = 0; i < 6; ++i) path += kLetters[rng() % (sizeof kLetters - 1)];
+    track_temp_dir(path);
+    if (mkdir(path.c_str(), 0700) == 0) return path;
+    const int err = errno;
+    untrack_temp_dir(path);
+    if (err != EEXIST)
+      throw_error("cannot create a temporary directory {}: {}", path, std::strerror(err));
+  }
+  throw_error("cannot create a temporary directory {}XXXXXX: every name taken", base);
 }
 
 void clean_up_on_termination_signals() {

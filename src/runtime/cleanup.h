@@ -14,6 +14,9 @@ void track_child(pid_t pid);
 /// Once the child is reaped: its pid may be reused by an unrelated process.
 void untrack_child(pid_t pid);
 void track_temp_dir(const std::string& path);
+/// A new private (0700) folder `$TMPDIR/<prefix>XXXXXX`, tracked before it exists: a signal
+/// between mkdtemp and tracking left it behind. Throws tessera::Error when it cannot be made.
+std::string make_tracked_temp_dir(const std::string& prefix);
 void untrack_temp_dir(const std::string& path);
 
 /// Installs the handler of SIGINT and SIGTERM (the CLI's main does, once): it kills the tracked

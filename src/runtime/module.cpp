@@ -50,15 +50,7 @@ namespace {
 // A private directory (mkdtemp makes it mode 0700), removed with its contents on destruction.
 class TempDir {
  public:
-  TempDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessera-XXXXXX";
-    if (!mkdtemp(pattern.data())) {
-      throw_error("cannot create a temporary directory {}: {}", pattern, std::strerror(errno));
-    }
-    path_ = pattern;
-    track_temp_dir(path_);
-  }
+  TempDir() : path_(make_tracked_temp_dir("tessera-")) {}
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   ~TempDir() {
