@@ -31,7 +31,9 @@ class CompiledModelError : public std::runtime_error {
 class CompiledModel {
  public:
   /// dlopens `path` (a path with a slash, or one found on the loader's path), checks its ABI
-  /// version and creates an instance with its own buffers.
+  /// version and creates an instance with its own buffers. A path with a slash is checked against
+  /// the library's seal first (model_abi.h), so libraries written before the seal are refused
+  /// there; found on the loader's path, they load.
   static CompiledModel load(const std::string& path) {
     // A file named by its path is checked against its seal first: dlopen of a truncated
     // library crashed (SIGBUS) and a damaged one failed an assertion inside ld.so.

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -17,6 +16,7 @@
 #include "graph/op_attrs.h"
 #include "graph/op_table.h"
 #include "graph/passes.h"
+#include "graph/weight_layouts.h"
 #include "graph/winograd.h"
 #include "ops/workload.h"
 #include "runtime/isa.h"
@@ -24,68 +24,6 @@
 #include "te/error.h"
 
 namespace tessera::graph {
-
-NDArray to_ndarray(const HostTensor& t) {
-  NDArray a = NDArray::empty(t.shape, DType::kFloat32);
-  a.from_doubles(t.data);
-  return a;
-}
-
-HostTensor to_host(const NDArray& a, const std::vector<int64_t>& shape) {
-  return {shape, a.to_doubles(), false};
-}
-
-namespace {
-
-// OIHW weights as [O/block][I][H][W][block], the layout of conv2d's WB=block.
-HostTensor packed_conv_weights(const HostTensor& t, int64_t block) {
-  const int64_t o = t.shape[0], inner = t.num_elements() / o;
-  HostTensor out{{o / block, t.shape[1], t.shape[2], t.shape[3], block},
-                 std::vector<double>(t.data.size()),
-                 false};
-  for (int64_t oc = 0; oc < o; ++oc)
-    for (int64_t i = 0; i < inner; ++i)
-      out.data[((oc / block) * inner + i) * block + oc % block] = t.data[oc * inner + i];
-  return out;
-}
-
-// OIHW weights as conv2d_nchwc's [O/block][C/ib][K][K][ib][block].
-HostTensor blocked_conv_weights(const HostTensor& t, int64_t block, int64_t ib) {
-  const int64_t o = t.shape[0], c = t.shape[1], k = t.shape[2];
-  HostTensor out{{o / block, c / ib, k, k, ib, block}, std::vector<double>(t.data.size()), false};
-  for (int64_t oc = 0; oc < o; ++oc)
-    for (int64_t ic = 0; ic < c; ++ic)
-      for (int64_t ky = 0; ky < k; ++ky)
-        for (int64_t kx = 0; kx < k; ++kx)
-          out.data[(((((oc / block) * (c / ib) + ic / ib) * k + ky) * k + kx) * ib + ic % ib) *
-                       block +
-                   oc % block] = t.data[((oc * c + ic) * k + ky) * k + kx];
-  return out;
-}
-
-// Depthwise [C][1][K][K] weights as depthwise_conv2d_nchwc's [C/block][K][K][block].
-HostTensor blocked_depthwise_weights(const HostTensor& t, int64_t block) {
-  const int64_t c = t.shape[0], k = t.shape[2];
-  HostTensor out{{c / block, k, k, block}, std::vector<double>(t.data.size()), false};
-  for (int64_t ch = 0; ch < c; ++ch)
-    for (int64_t i = 0; i < k * k; ++i)
-      out.data[((ch / block) * k * k + i) * block + ch % block] = t.data[ch * k * k + i];
-  return out;
-}
-
-std::vector<int64_t> blocked_shape(const std::vector<int64_t>& nchw, int64_t block) {
-  return {nchw[0], nchw[1] / block, nchw[2], nchw[3], block};
-}
-
-HostTensor transposed_2d(const HostTensor& t) {
-  HostTensor out{{t.shape[1], t.shape[0]}, std::vector<double>(t.data.size()), false};
-  for (int64_t i = 0; i < t.shape[0]; ++i)
-    for (int64_t j = 0; j < t.shape[1]; ++j)
-      out.data[j * t.shape[0] + i] = t.data[i * t.shape[1] + j];
-  return out;
-}
-
-}  // namespace
 
 std::string kernel_entry(size_t index) {
   return fmt::format("tsr_kernel{}", index);
@@ -729,13 +667,6 @@ class Planner {
     throw_error("{}: no kernel for this operator", n.where());
   }
 
-  // Rows [first, first + count) of a constant's slice `d` along its first dimension, as 2-D.
-  static HostTensor constant_rows(const HostTensor& t, int64_t d, int64_t first, int64_t count) {
-    const int64_t rows = t.shape[1], cols = t.num_elements() / (t.shape[0] * rows);
-    auto begin = t.data.begin() + (d * rows + first) * cols;
-    return {{count, cols}, std::vector<double>(begin, begin + count * cols), false};
-  }
-
   // LSTM and GRU: the input projection of every time step at once (one dense, a tuning task),
   // then per step a dense of the previous state (another) and the cell's te kernels. Steps read
   // and write the sequence output in place through parts of it, so each step's kernels are the
@@ -864,58 +795,6 @@ std::vector<PlannedWorkload> Executor::library_workloads(const Graph& g) {
   Planner planner(g, params, scratch, &out);
   planner.plan();
   return out;
-}
-
-std::vector<int64_t>& Executor::input_ids(size_t i) {
-  if (!input_is_int(i)) throw_error("input '{}' takes floats, not ids", input_names_.at(i));
-  return *input_ids_[i];
-}
-
-void Executor::set_input(size_t i, const HostTensor& value) {
-  if (value.shape != arrays_[input_slots_.at(i)].shape())
-    throw_error("input '{}' has shape {}, given {}", input_names_[i],
-                shape_text(arrays_[input_slots_[i]].shape()), shape_text(value.shape));
-  if (!input_is_int(i)) return input(i).from_doubles(value.data);
-  if (!value.is_int) throw_error("input '{}' takes integer ids, given floats", input_names_[i]);
-  std::vector<int64_t>& ids = *input_ids_[i];
-  for (size_t k = 0; k < ids.size(); ++k) ids[k] = saturated_int(value.data[k]);
-}
-
-void Executor::run() {
-  // Ids run as float32, exact below 2^24; kernels clamp them into their table.
-  constexpr int64_t kExact = int64_t{1} << 24;
-  for (size_t i = 0; i < input_ids_.size(); ++i) {
-    if (!input_ids_[i]) continue;
-    float* x = arrays_[input_slots_[i]].data_as<float>();
-    const std::vector<int64_t>& ids = *input_ids_[i];
-    for (size_t k = 0; k < ids.size(); ++k)
-      x[k] = static_cast<float>(std::clamp(ids[k], -kExact, kExact));
-  }
-  for (const Step& s : steps_) modules_[s.kernel]->run(s.args);
-}
-
-std::vector<double> Executor::profile(int repeat) const {
-  std::vector<std::vector<double>> step_ms(steps_.size());
-  for (int r = 0; r < std::max(repeat, 1); ++r) {
-    for (size_t i = 0; i < steps_.size(); ++i) {
-      auto start = std::chrono::steady_clock::now();
-      modules_[steps_[i].kernel]->run(steps_[i].args);
-      step_ms[i].push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
-    }
-  }
-  std::vector<double> kernel_ms(kernels_.size(), 0.0);
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    std::vector<double>& v = step_ms[i];
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    kernel_ms[steps_[i].kernel] += v[v.size() / 2];
-  }
-  return kernel_ms;
-}
-
-HostTensor Executor::output(size_t i) const {
-  return to_host(arrays_[output_slots_.at(i)], output_shapes_.at(i));
 }
 
 }  // namespace tessera::graph
