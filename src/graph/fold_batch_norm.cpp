@@ -4,6 +4,25 @@
 
 namespace tessera::graph {
 
+std::optional<BatchNormAffine> constant_batch_norm(const Graph& g, const Node& bn,
+                                                   const std::string& input) {
+  if (bn.op != "BatchNormalization" || bn.inputs.size() < 5 || bn.inputs[0] != input)
+    return std::nullopt;
+  for (size_t k = 1; k <= 4; ++k)
+    if (!g.is_constant(bn.inputs[k])) return std::nullopt;
+  const HostTensor& gamma = g.constants.at(bn.inputs[1]);
+  const HostTensor& beta = g.constants.at(bn.inputs[2]);
+  const HostTensor& mean = g.constants.at(bn.inputs[3]);
+  const HostTensor& var = g.constants.at(bn.inputs[4]);
+  double eps = bn.attr_float("epsilon", 1e-5);
+  BatchNormAffine a;
+  for (size_t c = 0; c < gamma.data.size(); ++c) {
+    a.scale.push_back(gamma.data[c] / std::sqrt(var.data[c] + eps));
+    a.shift.push_back(beta.data[c] - mean.data[c] * a.scale.back());
+  }
+  return a;
+}
+
 int fold_batch_norm(Graph& g) {
   int folded = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -15,24 +34,15 @@ int fold_batch_norm(Graph& g) {
     std::vector<size_t> readers = g.consumers(y);
     if (readers.size() != 1 || g.is_output(y)) continue;
     Node& bn = g.nodes[readers[0]];
-    if (bn.op != "BatchNormalization" || bn.inputs[0] != y) continue;
-    bool constant_stats = true;
-    for (size_t k = 1; k <= 4; ++k) constant_stats = constant_stats && g.is_constant(bn.inputs[k]);
-    if (!constant_stats) continue;
-
-    const HostTensor& scale = g.constants.at(bn.inputs[1]);
-    const HostTensor& beta = g.constants.at(bn.inputs[2]);
-    const HostTensor& mean = g.constants.at(bn.inputs[3]);
-    const HostTensor& var = g.constants.at(bn.inputs[4]);
-    double eps = bn.attr_float("epsilon", 1e-5);
+    std::optional<BatchNormAffine> affine = constant_batch_norm(g, bn, y);
     HostTensor w = g.constants.at(conv.inputs[1]);
     int64_t out_channels = w.shape[0], per_channel = w.num_elements() / out_channels;
+    if (!affine || std::ssize(affine->scale) != out_channels) continue;
     HostTensor b{{out_channels}, std::vector<double>(out_channels, 0.0), false};
     if (has_bias) b = g.constants.at(conv.inputs[2]);
     for (int64_t o = 0; o < out_channels; ++o) {
-      double s = scale.data[o] / std::sqrt(var.data[o] + eps);
-      for (int64_t k = 0; k < per_channel; ++k) w.data[o * per_channel + k] *= s;
-      b.data[o] = (b.data[o] - mean.data[o]) * s + beta.data[o];
+      for (int64_t k = 0; k < per_channel; ++k) w.data[o * per_channel + k] *= affine->scale[o];
+      b.data[o] = b.data[o] * affine->scale[o] + affine->shift[o];
     }
     // New names: the original weights may be shared with another node.
     std::string w_name = conv.name + ".weight_bn", b_name = conv.name + ".bias_bn";

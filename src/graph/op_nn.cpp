@@ -1,6 +1,7 @@
 // The operator table's rows of network layers with te kernels of their own: reductions,
-// LayerNormalization, LogSoftmax, ConvTranspose (and the zero insertion it lowers to); the
-// generic convolution, pooling and softmax kernels the planner falls back to.
+// LayerNormalization, LogSoftmax, ConvTranspose (and the zero insertion and pixel shuffle it
+// lowers to), DepthToSpace; the generic convolution, pooling and softmax kernels the planner falls
+// back to.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -337,6 +338,90 @@ OpDef zero_insert() {
   return d;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Depth to space: blocks of channels become blocks of pixels
+
+// Output pixel (y, x) of channel o reads channel `channel(o, y, x)` at pixel
+// ((y + top) / bh, (x + left) / bw): CRD orders the input's channels (o, block row, block column),
+// DCR (block row, block column, o).
+struct DepthToSpace {
+  int64_t bh = 1, bw = 1, top = 0, left = 0, oh = 0, ow = 0;
+  bool dcr = false;
+};
+
+DepthToSpace depth_to_space_of(const Node& n, const Graph& g) {
+  const std::vector<int64_t>& x = input_shape(n, g, 0);
+  if (x.size() != 4) throw_error("{}: needs a 4-D NCHW input", n.where());
+  DepthToSpace d;
+  if (n.op == "DepthToSpace") {
+    d.bh = d.bw = n.attr_int("blocksize", 0);
+    std::string mode = n.attr_string("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      throw_error("{}: mode '{}' is neither DCR nor CRD", n.where(), mode);
+    d.dcr = mode == "DCR";
+    if (d.bh <= 0) throw_error("{}: blocksize must be positive", n.where());
+    d.oh = x[2] * d.bh, d.ow = x[3] * d.bw;
+  } else {  // tessera.PixelShuffle (lower_conv_transpose): CRD, then a window of the result
+    std::vector<int64_t> blocks = n.attr_ints("blocks", {}), offsets = n.attr_ints("offsets", {});
+    std::vector<int64_t> sizes = n.attr_ints("sizes", {});
+    if (blocks.size() != 2 || offsets.size() != 2 || sizes.size() != 2)
+      throw_error("{}: blocks, offsets and sizes must be 2-D", n.where());
+    d.bh = blocks[0], d.bw = blocks[1], d.top = offsets[0], d.left = offsets[1];
+    d.oh = sizes[0], d.ow = sizes[1];
+    if (d.bh <= 0 || d.bw <= 0 || d.top < 0 || d.left < 0 || d.oh <= 0 || d.ow <= 0 ||
+        d.top + d.oh > x[2] * d.bh || d.left + d.ow > x[3] * d.bw)
+      throw_error("{}: the window {}x{} at ({}, {}) does not fit the {}x{} blocks of {}", n.where(),
+                  d.oh, d.ow, d.top, d.left, d.bh, d.bw, shape_text(x));
+  }
+  if (x[1] % (d.bh * d.bw) != 0)
+    throw_error("{}: {} channels do not split into {}x{} blocks", n.where(), x[1], d.bh, d.bw);
+  return d;
+}
+
+OpDef depth_to_space(const char* name, std::vector<std::string> attributes) {
+  OpDef d;
+  d.name = name;
+  d.attributes = std::move(attributes);
+  d.lowering = Lowering::kKernel;
+  d.infer = [](const Node& n, const Graph& g) {
+    DepthToSpace s = depth_to_space_of(n, g);
+    const std::vector<int64_t>& x = input_shape(n, g, 0);
+    return std::vector<int64_t>{x[0], x[1] / (s.bh * s.bw), s.oh, s.ow};
+  };
+  d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+    DepthToSpace s = depth_to_space_of(n, g);
+    const HostTensor& x = *in.at(0);
+    HostTensor out{g.shape(n.outputs[0]), {}, false};
+    out.data.resize(num_elements(out.shape));
+    const int64_t channels = out.shape[1];
+    for (int64_t i = 0; i < out.num_elements(); ++i) {
+      std::vector<int64_t> idx = unravel(i, out.shape);
+      int64_t y = idx[2] + s.top, xx = idx[3] + s.left;
+      int64_t block = y % s.bh * s.bw + xx % s.bw;
+      int64_t c = s.dcr ? block * channels + idx[1] : idx[1] * s.bh * s.bw + block;
+      out.data[i] = x.data[ravel({idx[0], c, y / s.bh, xx / s.bw}, x.shape)];
+    }
+    return out;
+  };
+  d.kernel = [](const Node& n, const Graph& g) {
+    DepthToSpace s = depth_to_space_of(n, g);
+    Tensor in = placeholder(g.shape(n.inputs[0]), DType::kFloat32, "in");
+    const auto channels = static_cast<int>(g.shape(n.outputs[0])[1]);
+    const auto bh = static_cast<int>(s.bh), bw = static_cast<int>(s.bw);
+    Tensor out = compute(
+        g.shape(n.outputs[0]),
+        [&](Var b, Var o, Var y, Var x) {
+          Expr yy = Expr(y) + static_cast<int>(s.top), xx = Expr(x) + static_cast<int>(s.left);
+          Expr block = yy % bh * bw + xx % bw;
+          Expr c = s.dcr ? block * channels + Expr(o) : Expr(o) * (bh * bw) + block;
+          return in(b, c, yy / bh, xx / bw);
+        },
+        "out", {"i0", "i1", "i2", "i3"});
+    return finish_kernel("depth_to_space", {in, out});
+  };
+  return d;
+}
+
 OpDef conv_transpose() {
   OpDef d;
   d.name = "ConvTranspose";
@@ -548,6 +633,8 @@ void add_nn_rows(std::vector<OpDef>& t) {
   t.push_back(log_softmax());
   t.push_back(conv_transpose());
   t.push_back(zero_insert());
+  t.push_back(depth_to_space("DepthToSpace", {"blocksize", "mode"}));
+  t.push_back(depth_to_space("tessera.PixelShuffle", {"blocks", "offsets", "sizes"}));
 }
 
 }  // namespace tessera::graph

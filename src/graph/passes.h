@@ -2,6 +2,7 @@
 /// and returns how many nodes it changed, for the log of `tessera run-model`.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,20 @@ namespace tessera::graph {
 /// Nodes whose inputs are all constants (a Reshape's shape, a Transpose of weights) are evaluated
 /// with the reference path and become constants.
 int fold_constants(Graph& g);
-/// A ConvTranspose with constant weights becomes a tessera.ZeroInsert of its input (zeros between
-/// the pixels, the padding around) and a stride-1 Conv with the weights flipped and their
-/// channel axes swapped, so it runs as every Conv does. Returns how many.
+/// A ConvTranspose with constant weights becomes a stride-1 Conv, so it runs as every Conv does:
+/// with a stride, one whose output channels are the phases of the output (which of the stride's
+/// rows and columns), interleaved by a tessera.PixelShuffle, with a batch norm after it folded in
+/// and unary elementwise consumers moved before the shuffle; without one, a tessera.ZeroInsert
+/// of the input (its padding) and a Conv with the weights flipped and their channel axes swapped.
+/// Returns how many.
 int lower_conv_transpose(Graph& g);
+/// A BatchNormalization of `input` with constant weights and statistics as y = x * scale + shift
+/// per channel (scale = gamma / sqrt(var + eps), shift = beta - mean * scale), or nothing.
+struct BatchNormAffine {
+  std::vector<double> scale, shift;
+};
+std::optional<BatchNormAffine> constant_batch_norm(const Graph& g, const Node& bn,
+                                                   const std::string& input);
 /// A BatchNormalization whose input is a Conv's output read by nothing else, with constant
 /// weights and statistics, is folded into the Conv: w' = w * s, b' = (b - mean) * s + beta with
 /// s = scale / sqrt(var + eps) per output channel.

@@ -215,6 +215,75 @@ TEST(OpTable, ConvTransposeMatchesTheReference) {
   EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
 }
 
+// Strided ConvTranspose by phases (the DCGAN generator's chain: a 1x1 input, stride 2 with pads 1,
+// batch norms with real statistics, Relu, a Tanh at the end; then rectangular strides, asymmetric
+// pads, output_padding and groups): one stride-1 Conv per ConvTranspose, its batch norm folded,
+// the activations before the pixel shuffle, and no zero insertion.
+TEST(OpTable, StridedConvTransposeRunsByPhases) {
+  using V = std::vector<int64_t>;
+  GraphBuilder b(31);
+  auto batch_norm = [&](const std::string& x, int64_t c) {
+    return b.node("BatchNormalization",
+                  {x, b.random({c}, 0.5, 2), b.random({c}), b.random({c}), b.random({c}, 0.2, 3)});
+  };
+  auto up = [&](const std::string& x, int64_t c, int64_t o, int64_t stride, int64_t pad) {
+    return b.node("ConvTranspose", {x, b.random({c, o, 4, 4})},
+                  {{"strides", V{stride, stride}}, {"pads", V{pad, pad, pad, pad}}});
+  };
+  std::string h = b.node("Relu", {batch_norm(up(b.input({1, 12, 1, 1}), 12, 16, 1, 0), 16)});
+  h = b.node("Relu", {batch_norm(up(h, 16, 8, 2, 1), 8)});
+  Graph g = b.finish(b.node("Tanh", {up(h, 8, 3, 2, 1)}));
+  EXPECT_EQ(g.shape(g.outputs[0]), (V{1, 3, 16, 16}));
+  Graph lowered = g;
+  EXPECT_EQ(graph::lower_conv_transpose(lowered), 3);
+  std::vector<std::string> ops;
+  for (const graph::Node& n : lowered.nodes) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Relu", "tessera.PixelShuffle", "Conv", "Relu",
+                                           "tessera.PixelShuffle", "Conv", "Tanh",
+                                           "tessera.PixelShuffle"}));
+  EXPECT_EQ(lowered.shape(lowered.nodes[0].inputs[1]), (V{16 * 16, 12, 1, 1}))
+      << "a 1x1 input: one phase per tap";
+  EXPECT_EQ(lowered.shape(lowered.nodes[3].inputs[1]), (V{8 * 4, 16, 2, 2}));
+  EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+
+  const std::vector<std::map<std::string, graph::AttrValue>> windows = {
+      {{"strides", V{3, 2}}, {"pads", V{2, 0, 1, 1}}, {"output_padding", V{1, 1}}},
+      {{"strides", V{2, 2}}, {"pads", V{3, 1, 0, 2}}, {"group", int64_t{2}}},
+      {{"strides", V{4, 1}}, {"pads", V{0, 1, 0, 1}}},
+  };
+  for (size_t i = 0; i < windows.size(); ++i) {
+    SCOPED_TRACE(i);
+    GraphBuilder wb(32);
+    int64_t group = windows[i].count("group") ? 2 : 1;
+    Graph wg = wb.finish(wb.node(
+        "ConvTranspose", {wb.input({1, 4, 5, 6}), wb.random({4, 6 / group, 5, 3}), wb.random({6})},
+        windows[i]));
+    Graph phased = wg;
+    EXPECT_EQ(graph::lower_conv_transpose(phased), 1);
+    EXPECT_EQ(phased.nodes.back().op, "tessera.PixelShuffle");
+    EXPECT_LT(run_against_reference(wg, wb, -1, 1), 1e-5);
+  }
+}
+
+// DepthToSpace in both channel orders.
+TEST(OpTable, DepthToSpaceMatchesTheReference) {
+  for (const char* mode : {"DCR", "CRD"}) {
+    SCOPED_TRACE(mode);
+    GraphBuilder b(33);
+    Graph g = b.finish(b.node("DepthToSpace", {b.input({1, 18, 3, 4})},
+                              {{"blocksize", int64_t{3}}, {"mode", std::string(mode)}}));
+    EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 2, 9, 12}));
+    EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-6);
+  }
+  // The reference itself: channel (block, c) in DCR lands at pixel block of channel c.
+  GraphBuilder b(34);
+  Graph g = b.finish(b.node("DepthToSpace", {b.input({1, 8, 1, 1})},
+                            {{"blocksize", int64_t{2}}, {"mode", std::string("DCR")}}));
+  HostTensor x{{1, 8, 1, 1}, {0, 1, 2, 3, 4, 5, 6, 7}, false};
+  HostTensor y = graph::run_reference(g, {{g.inputs[0], x}}).at(0);
+  EXPECT_EQ(y.data, (std::vector<double>{0, 2, 4, 6, 1, 3, 5, 7}));
+}
+
 // Constant indices from a runtime tensor: a strided run (an affine index), a scattered list read
 // from the kernel's index argument, negative indices counted from the end.
 TEST(OpTable, GatherWithConstantIndicesMatchesTheReference) {
