@@ -135,7 +135,8 @@ std::shared_ptr<DbCommands> add_db_commands(CLI::App& app) {
   m->add_flag("--no-flush", c->no_flush, "Do not flush caches before each repeat");
   m->add_option("--threads,-t", run.threads, "OpenMP threads (0, the default: all cores)")
       ->check(thread_count());
-  m->add_option("--cpus", run.cpus, "Pin the worker's threads to these CPUs (e.g. --cpus 0 1)");
+  m->add_option("--cpus", run.cpus, "Pin the worker's threads to these CPUs (e.g. --cpus 0 1)")
+      ->check(cpu_id());
   m->add_option("--timeout", run.timeout_s, "Run time limit in seconds (default 10)")
       ->check(positive_number());
   m->add_option("--build-timeout", c->params.build.timeout_s,

@@ -1,5 +1,7 @@
 #include "cli/validators.h"
 
+#include <sched.h>
+
 #include <cstdlib>
 
 namespace tessera {
@@ -40,6 +42,24 @@ CLI::Validator thread_count() {
       },
       "");
   return at_least(0, true, "THREADS", "0 (all cores) or more") & at_most;
+}
+
+CLI::Validator cpu_id() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        long id = std::strtol(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || id < 0) return "'" + text + "' is not a CPU number";
+        cpu_set_t allowed;
+        CPU_ZERO(&allowed);
+        if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return "";
+        if (id < CPU_SETSIZE && CPU_ISSET(static_cast<int>(id), &allowed)) return "";
+        std::string list;
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+          if (CPU_ISSET(c, &allowed)) list += (list.empty() ? "" : " ") + std::to_string(c);
+        return "CPU " + text + " is not one this process may run on (" + list + ")";
+      },
+      "CPU");
 }
 
 CLI::Validator db_path() {

@@ -13,6 +13,8 @@ CLI::Validator positive_number();
 CLI::Validator non_negative_number();
 /// A thread count: 0 (all cores, OpenMP's default) or more.
 CLI::Validator thread_count();
+/// A CPU this process may run on (its affinity mask): pinning to another would fail or be ignored.
+CLI::Validator cpu_id();
 
 /// A records DB path that keeps what is written: not empty, not SQLite's `:memory:` or a URI.
 CLI::Validator db_path();

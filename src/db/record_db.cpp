@@ -47,10 +47,13 @@ void verify_existing(const std::string& path) {
     app = conn.query_int("PRAGMA application_id");
     version = conn.query_int("PRAGMA user_version");
     tables = conn.query_int("SELECT count(*) FROM sqlite_master");
-  } catch (const Error& e) {
+  } catch (const SqliteError& e) {
     std::string msg = e.what();
     if (msg.rfind(path + ": ", 0) == 0) msg = msg.substr(path.size() + 2);
-    throw_error("{} is corrupt: {}", path, msg);
+    if (e.damaged()) throw_error("{} is corrupt: {}", path, msg);
+    // A healthy file SQLite could not open or lock: a WAL database needs its -shm file beside it,
+    // which a read-only folder refuses.
+    throw_error("cannot read {}: {} (is its folder writable?)", path, msg);
   }
   if (check_result != "ok") {
     for (char& c : check_result) c = c == '\n' ? ' ' : c;

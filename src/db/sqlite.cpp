@@ -8,6 +8,10 @@
 
 namespace tessera {
 
+bool SqliteError::damaged() const {
+  return (code_ & 0xff) == SQLITE_CORRUPT || (code_ & 0xff) == SQLITE_NOTADB;
+}
+
 SqliteConnection::SqliteConnection(const std::string& path, bool read_only) : path_(path) {
   const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
@@ -15,7 +19,7 @@ SqliteConnection::SqliteConnection(const std::string& path, bool read_only) : pa
     std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
     db_ = nullptr;
-    throw_error("cannot open {}: {}", path, msg);
+    throw SqliteError(fmt::format("cannot open {}: {}", path, msg), rc);
   }
   sqlite3_extended_result_codes(db_, 1);
   // Another process (a second tuner) may hold the write lock for one batch.
@@ -40,17 +44,18 @@ SqliteConnection& SqliteConnection::operator=(SqliteConnection&& other) noexcept
 
 void SqliteConnection::exec(const std::string& sql) {
   char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+  if (int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err); rc != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errmsg(db_);
     sqlite3_free(err);
-    throw_error("{}: {}", path_, msg);
+    throw SqliteError(fmt::format("{}: {}", path_, msg), sqlite3_extended_errcode(db_));
   }
 }
 
 SqliteStatement SqliteConnection::prepare(const std::string& sql) {
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-    throw_error("{}: {}", path_, sqlite3_errmsg(db_));
+    throw SqliteError(fmt::format("{}: {}", path_, sqlite3_errmsg(db_)),
+                      sqlite3_extended_errcode(db_));
   }
   return SqliteStatement(db_, stmt);
 }
@@ -96,7 +101,7 @@ bool SqliteStatement::step() {
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  throw_error("{}", sqlite3_errmsg(db_));
+  throw SqliteError(sqlite3_errmsg(db_), sqlite3_extended_errcode(db_));
 }
 
 void SqliteStatement::reset() {

@@ -1,9 +1,11 @@
 /// A thin RAII layer over the SQLite C API: connections and prepared statements that throw
-/// tessera::Error with SQLite's message.
+/// SqliteError (a tessera::Error) with SQLite's message and result code.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "te/error.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -11,6 +13,19 @@ struct sqlite3_stmt;
 namespace tessera {
 
 class SqliteStatement;
+
+class SqliteError : public Error {
+ public:
+  SqliteError(const std::string& message, int code) : Error(message), code_(code) {}
+  /// SQLite's extended result code (SQLITE_CORRUPT, SQLITE_CANTOPEN, ...).
+  int code() const { return code_; }
+  /// A damaged or foreign file (SQLITE_CORRUPT, SQLITE_NOTADB), rather than one that could not
+  /// be opened or locked.
+  bool damaged() const;
+
+ private:
+  int code_;
+};
 
 class SqliteConnection {
  public:
