@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "cli/print_error.h"
 #include "cli/validators.h"
 #include "db/record_db.h"
 #include "graph/choose_schedule.h"
@@ -65,10 +66,10 @@ int write_library(const graph::Graph& g, const CompileArgs& args) {
     std::cerr << fmt::format("compile: run it with: tessera run-model {}{}\n",
                              args.output.find('/') == std::string::npos ? "./" : "", args.output);
   } catch (const graph::KernelBuildError& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
+    print_error(e.what());
     return 1;
   } catch (const Error& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
+    print_error(e.what());
     return 2;
   }
   return 0;
@@ -95,11 +96,11 @@ int compile_command(const CompileArgs& args) {
     }
   } catch (const Error& e) {
     std::string message = e.what();
-    std::cerr << "tessera: error: " << message.substr(0, message.find('\n')) << "\n";
+    print_error(message.substr(0, message.find('\n')));
     return 2;
   }
   if (specs.empty() && args.output.empty()) {
-    std::cerr << "tessera: error: " << args.model << ": no library operators to tune\n";
+    print_error(args.model + ": no library operators to tune");
     return 2;
   }
   if (args.list_tasks) {
@@ -112,6 +113,13 @@ int compile_command(const CompileArgs& args) {
     return 0;
   }
   if (args.tune.params.tune.trials > 0 && !specs.empty()) {
+    // A DB that cannot be used is refused before the plan is announced.
+    try {
+      RecordDb::open(args.tune.db, RecordDb::Mode::kReadWrite);
+    } catch (const Error& e) {
+      print_error(e.what());
+      return 2;
+    }
     std::cerr << fmt::format(
         "compile: {}: {} library operator steps, {} distinct workloads to tune with {} trials "
         "into {}\n",
@@ -119,7 +127,7 @@ int compile_command(const CompileArgs& args) {
     int code = tune_task_list(specs, args.tune);
     if (code != 0) return code;
   } else if (args.output.empty()) {
-    std::cerr << "tessera: error: --trials 0 without -o does nothing\n";
+    print_error("--trials 0 without -o does nothing");
     return 2;
   }
   if (!args.output.empty()) return write_library(g, args);
@@ -139,10 +147,12 @@ CompileCommand add_compile_command(CLI::App& app) {
       "as one task list (tune-all: weights are how often each runs) and with -o write the model "
       "as one shared object");
   c.app->add_option("model", a.model, "model.onnx")->required();
-  c.app->add_option("-o,--output", a.output,
-                    "Write the compiled model (kernels at their best recorded configurations, "
-                    "weights, step list) as one shared object, for run-model or "
-                    "graph/compiled_model.h");
+  c.app
+      ->add_option("-o,--output", a.output,
+                   "Write the compiled model (kernels at their best recorded configurations, "
+                   "weights, step list) as one shared object, for run-model or "
+                   "graph/compiled_model.h")
+      ->check(nonempty_path());
   c.app->add_flag("--list-tasks", a.list_tasks,
                   "Print the task list (tune-all's file format) and tune nothing");
   c.app->add_flag("--no-model-check", a.no_model_check,

@@ -10,12 +10,14 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/print_error.h"
 #include "cli/validators.h"
 #include "db/jsonl.h"
 #include "db/record_db.h"
 #include "measure/measure.h"
 #include "ops/workload.h"
 #include "runtime/output_file.h"
+#include "runtime/text_file.h"
 #include "schedule/strategy_parser.h"
 #include "te/error.h"
 
@@ -29,7 +31,7 @@ constexpr int kExitBadInput = 2;
 int fail(int code, const std::string& message) {
   std::string line = message;
   for (char& c : line) c = c == '\n' ? ' ' : c;
-  std::cerr << "tessera: error: " << line << "\n";
+  print_error(line);
   return code;
 }
 
@@ -93,7 +95,7 @@ std::shared_ptr<DbCommands> add_db_commands(CLI::App& app) {
   add_db(c->list);
   c->list->add_option("--workload,-w", c->workload, "Only this workload (op:key=value,...)");
   c->list->add_option("--limit,-n", c->limit, "At most this many (default 20; 0: all)")
-      ->check(non_negative_number());
+      ->check(whole_number(INT64_MAX, "a whole number of 0 or more"));
   c->list->add_flag("--errors", c->errors_only, "Only failed measurements");
   c->list->add_flag("--json", c->json, "One JSON object per line (as `db export` writes)");
 
@@ -240,6 +242,7 @@ int export_command(const DbCommands& c) {
 
 int import_command(const DbCommands& c) {
   // Parse the file before touching the DB: a malformed file leaves a missing DB uncreated.
+  require_regular_file(c.file, "records file");
   std::ifstream in(c.file, std::ios::binary);
   if (!in) return fail(kExitBadInput, "cannot read " + c.file);
   std::vector<Record> records = parse_jsonl(in, c.file);
@@ -309,7 +312,7 @@ int measure_command(const DbCommands& c) {
   }
   // Not applicable: recorded (the tuner learns from it too), and bad input like `tessera run`.
   if (r.error == ErrorKind::kInstantiation) {
-    std::cerr << "tessera: error: strategy does not apply: " << one_line(r.message, 500) << "\n";
+    print_error("strategy does not apply: " + one_line(r.message, 500));
     return kExitBadInput;
   }
   return r.error == ErrorKind::kOk ? 0 : kExitFailure;

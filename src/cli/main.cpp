@@ -11,6 +11,7 @@
 #include "bench/openblas_env.h"
 #include "cli/compile_command.h"
 #include "cli/db_command.h"
+#include "cli/print_error.h"
 #include "cli/run_model_command.h"
 #include "cli/tune_all_command.h"
 #include "cli/tune_command.h"
@@ -45,7 +46,7 @@ struct RunArgs {
 };
 
 int bad_input(const std::string& message) {
-  std::cerr << "tessera: error: " << message << "\n";
+  print_error(message);
   return kExitBadInput;
 }
 
@@ -87,7 +88,7 @@ int run_command(const RunArgs& args) {
   } catch (const CompilerLimitError& e) {
     return bad_input(e.what());
   } catch (const Error& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
+    print_error(e.what());
     return kExitWrong;
   }
 
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
   try {
     tessera::target_isa();
   } catch (const tessera::Error& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
+    tessera::print_error(e.what());
     return 2;
   }
   using namespace tessera;
@@ -202,7 +203,7 @@ int main(int argc, char** argv) {
       ->check(thread_count());
   run_cmd->add_option("--repeat", run.repeat, "Timed repeats (median reported)")
       ->check(positive_number());
-  run_cmd->add_option("--seed", run.seed, "Seed of the random inputs");
+  run_cmd->add_option("--seed", run.seed, "Seed of the random inputs")->check(seed_number());
   run_cmd->add_flag("--show-code", run.show_code, "Print the generated C");
   run_cmd->add_flag("--json", run.json, "Print the result as JSON");
   run_cmd->add_flag("--no-check", run.no_check, "Skip the comparison with the naive reference");
@@ -222,10 +223,9 @@ int main(int argc, char** argv) {
       std::string(argv[1]) != "measure" && std::string(argv[1]) != "tune" &&
       std::string(argv[1]) != "tune-all" && std::string(argv[1]) != "bench" &&
       std::string(argv[1]) != "run-model" && std::string(argv[1]) != "compile") {
-    std::cerr
-        << "tessera: error: unknown command '" << argv[1]
-        << "' (commands: run, run-model, compile, ops, tune, tune-all, bench, db, measure; see "
-           "--help)\n";
+    print_error(std::string("unknown command '") + argv[1] +
+                "' (commands: run, run-model, compile, ops, tune, tune-all, bench, db, measure; "
+                "see --help)");
     return 2;
   }
   // The library baselines of `tessera bench` run at their best (and only there).
@@ -237,14 +237,30 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tessera: error: " << e.what() << " (see --help)\n";
+    print_error(std::string(e.what()) + " (see --help)");
     return 2;
   }
-  if (run_cmd->parsed()) return run_command(run);
-  if (std::optional<int> code = run_tune_commands(tune_commands)) return *code;
-  if (std::optional<int> code = run_tune_all_command(tune_all_cmd)) return *code;
-  if (std::optional<int> code = run_run_model_command(run_model_cmd)) return *code;
-  if (std::optional<int> code = run_compile_command(compile_cmd)) return *code;
-  if (std::optional<int> code = run_db_commands(*db_commands)) return *code;
-  return ops_command(graph_ops);
+  // The commands report their own errors; what escapes them still ends in one line, never in
+  // std::terminate: a path the file system refuses (too long, a symlink loop) is bad input.
+  try {
+    if (run_cmd->parsed()) return run_command(run);
+    if (std::optional<int> code = run_tune_commands(tune_commands)) return *code;
+    if (std::optional<int> code = run_tune_all_command(tune_all_cmd)) return *code;
+    if (std::optional<int> code = run_run_model_command(run_model_cmd)) return *code;
+    if (std::optional<int> code = run_compile_command(compile_cmd)) return *code;
+    if (std::optional<int> code = run_db_commands(*db_commands)) return *code;
+    return ops_command(graph_ops);
+  } catch (const std::filesystem::filesystem_error& e) {
+    print_error(e.code().message() + ": " + e.path1().string());
+    return 2;
+  } catch (const Error& e) {
+    print_error(e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    print_error("out of memory");
+    return 2;
+  } catch (const std::exception& e) {
+    print_error(std::string("internal error: ") + e.what());
+    return 1;
+  }
 }

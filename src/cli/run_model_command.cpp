@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 
+#include "cli/print_error.h"
 #include "cli/validators.h"
 #include "graph/choose_schedule.h"
 #include "graph/compiled_model.h"
@@ -83,6 +84,11 @@ graph::HostTensor model_input(const RunModelArgs& args, const std::string& name,
     throw_error("{}: holds {}, the model's input '{}' takes {}", args.input,
                 input.is_int ? "integers" : "floats", name,
                 id_bound > 0 ? "integer ids (an int64 or int32 .npy)" : "floats");
+  // The model's Gathers clamp an index into their table; onnxruntime refuses one outside it.
+  for (size_t i = 0; id_bound > 0 && i < input.data.size(); ++i)
+    if (input.data[i] < 0 || input.data[i] >= static_cast<double>(id_bound))
+      throw_error("{}: id {:.0f} at {} lies outside the model's tables [0, {})", args.input,
+                  input.data[i], i, id_bound);
   return input;
 }
 
@@ -138,10 +144,9 @@ int run_library(const RunModelArgs& args) {
                             : !args.conv_algorithm.empty() ? "--conv-algorithm"
                                                            : "";
   if (!unsupported.empty()) {
-    std::cerr << fmt::format(
-        "tessera: error: {} needs model.onnx: {} is compiled (its schedules were fixed by "
-        "`tessera compile`)\n",
-        unsupported, args.model);
+    print_error(fmt::format(
+        "{} needs model.onnx: {} is compiled (its schedules were fixed by `tessera compile`)",
+        unsupported, args.model));
     return kExitBadInput;
   }
   graph::HostTensor input;
@@ -161,7 +166,7 @@ int run_library(const RunModelArgs& args) {
     }
     input = model_input(args, model->input_name(0), model->input_shape(0), id_bound);
   } catch (const std::exception& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
+    print_error(e.what());
     return kExitBadInput;
   }
   if (args.threads > 0) model->set_num_threads(args.threads);
@@ -187,7 +192,7 @@ int run_library(const RunModelArgs& args) {
     try {
       graph::write_npy(args.output, outputs.at(0));
     } catch (const Error& e) {
-      std::cerr << "tessera: error: " << e.what() << "\n";
+      print_error(e.what());
       return kExitBadInput;
     }
   }
@@ -229,7 +234,7 @@ int run_model(const RunModelArgs& args) {
     try {
       check_output_path(args.output, FileKind::kNpy, {args.model, args.input, args.db});
     } catch (const Error& e) {
-      std::cerr << "tessera: error: " << e.what() << "\n";
+      print_error(e.what());
       return kExitBadInput;
     }
   }
@@ -249,7 +254,7 @@ int run_model(const RunModelArgs& args) {
     input = model_input(args, g.inputs[0], g.shape(g.inputs[0]),
                         g.int_inputs.count(g.inputs[0]) ? graph::id_bound(g, g.inputs[0]) : 0);
   } catch (const Error& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
+    print_error(e.what());
     return kExitBadInput;
   }
 
@@ -260,10 +265,10 @@ int run_model(const RunModelArgs& args) {
   try {
     ex = graph::compile_model(g, params);
   } catch (const graph::KernelBuildError& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
+    print_error(e.what());
     return kExitWrong;
   } catch (const Error& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
+    print_error(e.what());
     return kExitBadInput;
   }
   ex.set_input(0, input);
@@ -285,7 +290,7 @@ int run_model(const RunModelArgs& args) {
     try {
       graph::write_npy(args.output, outputs.at(0));
     } catch (const Error& e) {
-      std::cerr << "tessera: error: " << e.what() << "\n";
+      print_error(e.what());
       return kExitBadInput;
     }
   }
@@ -351,7 +356,8 @@ RunModelCommand add_run_model_command(CLI::App& app) {
                              "model.so written by `tessera compile -o`");
   c.app->add_option("model", a.model, "model.onnx or model.so")->required();
   c.app->add_option("--input", a.input, "Input tensor as .npy (float32); default: random");
-  c.app->add_option("--output", a.output, "Write the first output as .npy (float32)");
+  c.app->add_option("--output", a.output, "Write the first output as .npy (float32)")
+      ->check(nonempty_path());
   c.app->add_option("--db", a.db,
                     "Records DB: each kernel runs its best recorded configuration (default: the "
                     "templates' default configurations)");
@@ -359,7 +365,7 @@ RunModelCommand add_run_model_command(CLI::App& app) {
       ->check(thread_count());
   c.app->add_option("--repeat", a.repeat, "Timed repeats (median reported)")
       ->check(CLI::PositiveNumber);
-  c.app->add_option("--seed", a.seed, "Seed of the random input");
+  c.app->add_option("--seed", a.seed, "Seed of the random input")->check(seed_number());
   c.app->add_flag("--check", a.check,
                   "Compare with the naive reference path (exit 1 above 1e-3 relative error)");
   c.app->add_flag("--profile", a.profile,

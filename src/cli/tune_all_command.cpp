@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/print_error.h"
 #include "cli/tune_command.h"
 #include "cli/validators.h"
 #include "runtime/text_file.h"
@@ -48,7 +49,7 @@ void show_progress(const TuneAllProgress& p) {
 }
 
 int bad_input(const std::string& message) {
-  std::cerr << "tessera: error: " << message << "\n";
+  print_error(message);
   return 2;
 }
 
@@ -182,7 +183,8 @@ void add_tune_all_options(CLI::App* app, TuneAllArgs& a, bool allow_zero_trials)
   app->add_option("--threads,-t", a.threads,
                   "Threads of the measured kernels (0, the default: all cores)")
       ->check(thread_count());
-  app->add_option("--seed", a.params.tune.seed, "Seed of every random choice");
+  app->add_option("--seed", a.params.tune.seed, "Seed of every random choice")
+      ->check(seed_number());
   app->add_flag("--json", a.json, "Print the result as one JSON object");
 }
 

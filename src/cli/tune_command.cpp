@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/baselines.h"
+#include "cli/print_error.h"
 #include "cli/validators.h"
 #include "db/record_db.h"
 #include "ops/evaluate.h"
@@ -122,7 +123,7 @@ int tune_command(const TuneArgs& args) {
              [&](const TuneProgress& p) { show_progress(p, tty); });
   } catch (const Error& e) {
     if (tty) std::cerr << "\n";
-    std::cerr << "tessera: error: " << e.what() << "\n";
+    print_error(e.what());
     return 2;
   }
   if (tty) std::cerr << "\n";
@@ -184,8 +185,10 @@ int bench_command(const BenchArgs& args) {
     RecordDb db = RecordDb::open(args.db, RecordDb::Mode::kReadOnly);
     std::optional<Record> best = db.best(w.text(), detect_target().key());
     if (!best) {
-      std::cerr << "tessera: error: no successful record of " << w.text() << " on this machine in "
-                << args.db << " (run tessera tune first)\n";
+      print_error(
+          fmt::format("no successful record of {} on this machine in {} (run tessera tune "
+                      "first)",
+                      w.text(), args.db));
       return 2;
     }
     RewriteResult<Program> program = parse_strategy(best->result.strategy)(op.program);
@@ -273,7 +276,7 @@ int bench_command(const BenchArgs& args) {
     }
     return ev.correct ? 0 : 1;
   } catch (const Error& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
+    print_error(e.what());
     return 2;
   }
 }
@@ -320,7 +323,7 @@ TuneCommands add_tune_commands(CLI::App& app) {
       ->add_option("--threads,-t", t.threads,
                    "Threads of the measured kernels (0, the default: all cores)")
       ->check(thread_count());
-  c.tune->add_option("--seed", t.params.seed, "Seed of every random choice");
+  c.tune->add_option("--seed", t.params.seed, "Seed of every random choice")->check(seed_number());
   c.tune->add_flag("--json", t.json, "Print the result as one JSON object");
 
   BenchArgs& b = *c.bench_args;

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <cerrno>
 #include <cstdlib>
 
 namespace tessera {
@@ -44,6 +45,24 @@ CLI::Validator thread_count() {
   return at_least(0, true, "THREADS", "0 (all cores) or more") & at_most;
 }
 
+CLI::Validator whole_number(uint64_t max, std::string what) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const bool digits =
+            !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        errno = 0;
+        const unsigned long long value = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+        if (!digits || errno == ERANGE || value > max)
+          return "must be " + what + ", not '" + text + "'";
+        return "";
+      },
+      "UINT");
+}
+
+CLI::Validator seed_number() {
+  return whole_number(UINT64_MAX, "a whole number from 0 to 2^64-1");
+}
+
 CLI::Validator cpu_id() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -60,6 +79,12 @@ CLI::Validator cpu_id() {
         return "CPU " + text + " is not one this process may run on (" + list + ")";
       },
       "CPU");
+}
+
+CLI::Validator nonempty_path() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string { return text.empty() ? "the path is empty" : ""; },
+      "FILE");
 }
 
 CLI::Validator db_path() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 
 namespace tessera {
@@ -11,10 +12,18 @@ namespace tessera {
 CLI::Validator positive_number();
 /// An integer or real number of zero or more.
 CLI::Validator non_negative_number();
+/// A whole number in [0, `max`], digits only: CLI11 takes "-1" for an unsigned option as its
+/// wrapped value and a number past the type's range without a word.
+CLI::Validator whole_number(uint64_t max, std::string what);
+/// A seed: any 64-bit unsigned number.
+CLI::Validator seed_number();
 /// A thread count: 0 (all cores, OpenMP's default) or more.
 CLI::Validator thread_count();
 /// A CPU this process may run on (its affinity mask): pinning to another would fail or be ignored.
 CLI::Validator cpu_id();
+
+/// An output path: not empty (an empty one would silently write nothing).
+CLI::Validator nonempty_path();
 
 /// A records DB path that keeps what is written: not empty, not SQLite's `:memory:` or a URI.
 CLI::Validator db_path();

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "runtime/text_file.h"
 #include "te/error.h"
 
 namespace tessera {
@@ -43,7 +44,7 @@ Record record_from_json(const std::string& line) {
   json j;
   try {
     j = json::parse(line);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at ...".
     std::string what = e.what();
     size_t pos = what.find("] ");
@@ -125,6 +126,7 @@ std::vector<Record> parse_jsonl(std::istream& in, const std::string& name) {
 }
 
 ImportStats import_jsonl(RecordDb& db, const std::string& path) {
+  require_regular_file(path, "records file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error("cannot read {}", path);
   std::vector<Record> records = parse_jsonl(in, path);

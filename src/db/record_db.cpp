@@ -62,6 +62,7 @@ void verify_existing(const std::string& path) {
   if (app != kApplicationId && !(app == 0 && version == 0 && tables == 0)) {
     throw_error("{} is an SQLite database but not a tessera records database", path);
   }
+  if (version < 0) throw_error("{} is corrupt: schema version {}", path, version);
   if (version > current_schema_version()) {
     throw_error("{} has schema version {}, newer than this tessera's {}; use a newer tessera", path,
                 version, current_schema_version());
@@ -377,8 +378,11 @@ std::optional<Pick> RecordDb::latest_pick(const std::string& workload,
           {c.at("strategy").get<std::string>(), c.at("tuned_median").get<double>(),
            c.at("round_medians").get<std::vector<double>>(), c.at("median").get<double>()});
     }
-  } catch (const json::exception& e) {
-    throw_error("{}: the pick of {} has unreadable candidates ({})", path(), workload, e.what());
+  } catch (const json::exception&) {
+    // The pick itself (strategy, median) is intact; the runners-up it was chosen from are only
+    // its history. A damaged list is skipped and counted like a damaged record.
+    pick.candidates.clear();
+    ++skipped_rows_;
   }
   pick.picked_at_ms = s.integer(5);
   pick.tessera_version = s.text(6);

@@ -91,6 +91,7 @@ void migrate_schema(SqliteConnection& conn) {
   conn.exec("BEGIN IMMEDIATE");
   try {
     const int64_t version = conn.query_int("PRAGMA user_version");
+    if (version < 0) throw_error("{} is corrupt: schema version {}", conn.path(), version);
     if (version > current_schema_version()) {
       throw_error("{} has schema version {}, newer than this tessera's {}; use a newer tessera",
                   conn.path(), version, current_schema_version());

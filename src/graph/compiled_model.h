@@ -9,6 +9,8 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <sys/stat.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -179,6 +181,10 @@ class CompiledModel {
   }
   // Why the file fails its seal (model_abi.h), or "" when it passes.
   static std::string seal_problem(const std::string& path) {
+    // A FIFO would block the read below, a device never end it.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return "cannot load: not a regular file";
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) return "cannot load: the file does not exist or cannot be read";
     const auto size = static_cast<uint64_t>(in.tellg());
@@ -206,6 +212,32 @@ class CompiledModel {
       left -= static_cast<uint64_t>(in.gcount());
     }
     if (left != 0 || hash != field(1)) return "does not match its checksum: damaged" + rebuild;
+    // The seal guards against damage, not forgery: a library cut short and sealed again still
+    // fails here, before dlopen maps segments past the end of the file (SIGBUS).
+    return elf_problem(in, size - seal, rebuild);
+  }
+
+  // Why the ELF image of `size` bytes is not one dlopen can map whole, or "".
+  static std::string elf_problem(std::ifstream& in, uint64_t size, const std::string& rebuild) {
+    Elf64_Ehdr header{};
+    in.clear();
+    in.seekg(0);
+    if (size < sizeof header || !in.read(reinterpret_cast<char*>(&header), sizeof header) ||
+        std::string(reinterpret_cast<const char*>(header.e_ident), 4) !=
+            "\x7f"
+            "ELF" ||
+        header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_phentsize != sizeof(Elf64_Phdr))
+      return "is not a 64-bit ELF shared library" + rebuild;
+    if (header.e_phoff > size || header.e_phnum > (size - header.e_phoff) / sizeof(Elf64_Phdr))
+      return "has program headers past its end: truncated" + rebuild;
+    for (uint16_t i = 0; i < header.e_phnum; ++i) {
+      Elf64_Phdr segment{};
+      in.seekg(static_cast<std::streamoff>(header.e_phoff + i * sizeof segment));
+      if (!in.read(reinterpret_cast<char*>(&segment), sizeof segment))
+        return "cannot read its program headers" + rebuild;
+      if (segment.p_offset > size || segment.p_filesz > size - segment.p_offset)
+        return "has a segment past its end: truncated" + rebuild;
+    }
     return "";
   }
 

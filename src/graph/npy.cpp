@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "runtime/output_file.h"
+#include "runtime/text_file.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -35,6 +36,7 @@ std::string header_value(const std::string& header, const std::string& key) {
 }  // namespace
 
 HostTensor read_npy(const std::string& path) {
+  require_regular_file(path, ".npy file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error("cannot read {}", path);
   std::stringstream ss;
@@ -72,22 +74,32 @@ HostTensor read_npy(const std::string& path) {
                   descr);
     std::string shape_text_v = header_value(header, "shape");
     HostTensor t;
-    std::string digits;
-    for (char c : shape_text_v) {
-      if (c >= '0' && c <= '9') {
-        digits += c;
-      } else if (!digits.empty()) {
-        // Checked here: stoll throws past int64, and a product of large dimensions wraps.
-        if (digits.size() > 12) throw_error("dimension {} is too large", digits);
-        t.shape.push_back(std::stoll(digits));
-        digits.clear();
-      }
+    // A Python tuple of whole numbers: "(2, 3)", "(4,)", "()".
+    if (shape_text_v.size() < 2 || shape_text_v.front() != '(' || shape_text_v.back() != ')')
+      throw_error("shape {} is not a tuple", shape_text_v);
+    std::string inner = shape_text_v.substr(1, shape_text_v.size() - 2);
+    std::vector<std::string> items{""};
+    for (char c : inner) {
+      if (c == ',')
+        items.emplace_back();
+      else if (c != ' ')
+        items.back() += c;
     }
+    if (items.size() > 1 && items.back().empty()) items.pop_back();  // "(4,)"
+    if (items.size() == 1 && items[0].empty()) items.clear();        // "()"
+    for (const std::string& digits : items) {
+      // Checked here: stoll throws past int64, and a product of large dimensions wraps.
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+        throw_error("shape {} holds '{}', not a dimension", shape_text_v, digits);
+      if (digits.size() > 12) throw_error("dimension {} is too large", digits);
+      t.shape.push_back(std::stoll(digits));
+    }
+    constexpr int64_t kMaxElements = int64_t{1} << 40;
     int64_t elements = 1;
     for (int64_t d : t.shape) {
-      elements *= d;
-      if (elements > (int64_t{1} << 40))
+      if (d != 0 && elements > kMaxElements / d)
         throw_error("shape {} is too large (more than 2^40 elements)", shape_text(t.shape));
+      elements *= d;
     }
     size_t count = static_cast<size_t>(elements);
     size_t data_at = offset + header_len;

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "graph/op_table.h"
+#include "runtime/text_file.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -65,6 +66,7 @@ std::string external_bytes(const onnx::TensorProto& t, const std::string& folder
     throw_error("tensor '{}' keeps its data in '{}' (give the model as a file)", t.name(),
                 location);
   const std::string path = folder + "/" + location;
+  require_regular_file(path, fmt::format("tensor '{}': external data", t.name()));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error("tensor '{}': cannot read its external data {}", t.name(), path);
   in.seekg(0, std::ios::end);
@@ -293,12 +295,14 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& folder) {
   // Every unsupported node and attribute at once, so that a user sees the whole list.
   if (std::optional<std::string> unsupported = unsupported_nodes(g))
     throw_error("{}", *unsupported);
+  if (g.outputs.empty()) throw_error("the model has no outputs: it computes nothing");
   sort_topologically(g);
   infer_shapes(g);
   return g;
 }
 
 Graph import_onnx(const std::string& path) {
+  require_regular_file(path, "model");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error("cannot read {}", path);
   std::stringstream ss;

@@ -1,5 +1,6 @@
 #include "measure/builder.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +86,11 @@ BuildResult Builder::compile(const std::string& source, const std::string& key) 
   for (const std::string& f : params_.compile.flags) spec.argv.push_back(f);
   spec.argv.insert(spec.argv.end(), {"-o", tmp_so, c_path});
   spec.output_path = log;
+  // The compiler's temporary files go to the build folder: killed at the limit, it leaves
+  // nothing in $TMPDIR.
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0) spec.env.emplace_back(*e);
+  spec.env.push_back("TMPDIR=" + dir_);
 
   const auto start = std::chrono::steady_clock::now();
   {
@@ -94,6 +100,11 @@ BuildResult Builder::compile(const std::string& source, const std::string& key) 
   std::error_code ec;
   try {
     const pid_t pid = spawn_process(spec);
+    // The memory limit of every other compile (runtime/module.h): a candidate that unrolls
+    // too much grew the compiler to gigabytes for the whole time limit.
+    const auto memory_bytes = static_cast<rlim_t>(params_.compile.memory_limit_bytes);
+    const rlimit memory{memory_bytes, memory_bytes};
+    if (memory_bytes > 0) prlimit(pid, RLIMIT_AS, &memory, nullptr);
     std::optional<int> status = wait_process(pid, params_.timeout_s);
     if (!status) {
       kill_group(pid);

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 
+#include "runtime/text_file.h"
 #include "te/error.h"
 
 namespace tessera {
@@ -291,6 +292,7 @@ void XGBoostModel::save(const std::string& path) const {
 }
 
 void XGBoostModel::load(const std::string& path) {
+  require_regular_file(path, "cost model");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error("cost model: cannot read {}", path);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -78,8 +78,22 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& log_p
   std::vector<char*> cargv;
   for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  // The compiler's own temporary files (cc*.s) go to the folder of its log, which tessera removes:
+  // a compiler killed at its limit or by a signal leaves nothing in $TMPDIR.
+  const std::string tmpdir = "TMPDIR=" + std::filesystem::path(log_path).parent_path().string();
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0) env.push_back(*e);
+  env.push_back(const_cast<char*>(tmpdir.c_str()));
+  env.push_back(nullptr);
+  // Its own process group, so that a kill reaches the cc1 and ld the driver runs, not only it.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  int err = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+  int err = posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(), env.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fd);
   if (err != 0) throw_error("cannot run the C compiler '{}': {}", argv[0], std::strerror(err));
@@ -93,7 +107,7 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& log_p
   // end. Set from outside (prlimit on the child), as posix_spawn takes no limits.
   const auto memory_bytes = static_cast<rlim_t>(opts.memory_limit_bytes);
   const rlimit memory{memory_bytes, memory_bytes};
-  prlimit(pid, RLIMIT_AS, &memory, nullptr);
+  if (memory_bytes > 0) prlimit(pid, RLIMIT_AS, &memory, nullptr);
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(opts.timeout_s);
   int status = 0;
@@ -103,7 +117,7 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& log_p
     if (r < 0 && errno != EINTR)
       throw_error("waiting for the C compiler failed: {}", std::strerror(errno));
     if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
       throw CompilerLimitError(
@@ -249,6 +263,10 @@ void SharedLibraryBuilder::link(const std::string& output, const CompileOptions&
   // Linked next to the destination, then renamed over it: a process that has the old library
   // loaded keeps its mapping, and a failed link leaves the old file in place.
   std::string partial = output + ".partial";
+  // Where the linker cannot write, it says so in lines of its own: say it in one.
+  int probe = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (probe < 0) throw_error("cannot write {}: {}", output, std::strerror(errno));
+  ::close(probe);
   std::vector<std::string> argv = compiler_command(opts, /*keep_shared=*/true);
   argv.insert(argv.end(), {"-Wl,-z,noexecstack", "-o", partial});
   for (const std::string& s : sources) argv.push_back(path(s + ".o"));

@@ -76,6 +76,15 @@ void check_output_path(const std::string& output, FileKind writes,
   if (there != FileKind::kMissing && there != FileKind::kEmpty && there != writes)
     throw_error("{} holds {}, not {}: refusing to overwrite it", output, file_kind_name(there),
                 file_kind_name(writes));
+  // The output is written beside its target and renamed over it: a folder that takes no new file
+  // (read-only, /proc, a name past the file system's limit) is refused now, not after the work.
+  const fs::path target(output);
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string probe = (folder / ("." + target.filename().string() + ".XXXXXX")).string();
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0) throw_error("cannot write {}: {}", output, std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void write_file_atomically(const std::string& path,

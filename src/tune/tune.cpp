@@ -16,6 +16,10 @@
 namespace tessera {
 
 namespace {
+
+// Repeats spread by more than this (standard deviation over mean) are noise, not the kernel.
+constexpr double kNoisySpread = 0.10;
+
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -181,8 +185,12 @@ int TuneSession::step(int n) {
     bool ok = measured[i].error == ErrorKind::kOk;
     gflops.push_back(ok ? measured[i].gflops() : 0.0);
     result_.errors += !ok;
-    if (gflops.back() > 0)
+    if (gflops.back() > 0) {
       note_success(measured[i].strategy, measured[i].timing.median, space_->describe(batch[i]));
+      const TimingResult& t = measured[i].timing;
+      ++result_.timed_trials;
+      result_.noisy_trials += t.mean > 0 && t.std > kNoisySpread * t.mean;
+    }
     ++result_.trials;
     result_.best_curve.push_back(result_.best_gflops);
   }
@@ -245,6 +253,15 @@ std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const
   return global;
 }
 
+std::optional<std::string> busy_machine_warning(const TuneResult& r) {
+  if (r.timed_trials < 8 || 4 * r.noisy_trials < r.timed_trials) return std::nullopt;
+  return fmt::format(
+      "{}: the repeats of {} of {} trials spread by more than {:.0f}%: the machine looks busy "
+      "(other processes on its cores), and these times rank candidates by their load; tune on "
+      "an idle machine, or pin the measurement with --cpus",
+      r.workload, r.noisy_trials, r.timed_trials, kNoisySpread * 100);
+}
+
 TuneResult tune(const std::string& workload_text, const TuneParams& params,
                 const MeasureParams& measure_params, const std::string& db_path,
                 const TuneProgressFn& progress, const WarnFn& warn) {
@@ -278,10 +295,16 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
     p.eta_s = p.trials_done ? p.elapsed_s / p.trials_done * (p.trials_total - p.trials_done) : 0;
     progress(p);
   };
+  bool warned_busy = false;
   while (session.result().trials < params.trials) {
     int n = std::min(params.batch_size, params.trials - session.result().trials);
     if (session.step(n) == 0) break;
     report();
+    if (std::optional<std::string> busy = busy_machine_warning(session.result());
+        busy && !warned_busy) {
+      say(*busy);
+      warned_busy = true;
+    }
   }
   session.retime(
       [&](int round, int rounds) {

@@ -62,7 +62,14 @@ struct TuneResult {
   double tuner_seconds = 0;    // model fitting and search
   double measure_seconds = 0;  // building and running candidates
   TransferInfo transfer;
+  /// Successful trials of this run, and those whose repeats spread more than 10% (their
+  /// standard deviation over their mean): on an idle machine a few percent.
+  int timed_trials = 0, noisy_trials = 0;
 };
+
+/// A warning when a quarter or more of at least 8 timed trials were noisy: the machine is busy
+/// and the times rank candidates by the other processes' load; nothing otherwise.
+std::optional<std::string> busy_machine_warning(const TuneResult& r);
 
 class TransferModel;
 

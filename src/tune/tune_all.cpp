@@ -168,6 +168,7 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
     p.retimed = retimed;
     progress(p);
   };
+  bool warned_busy = false;
   while (std::optional<std::pair<int, int>> next = scheduler.next()) {
     auto [i, n] = *next;
     TuneSession& s = *sessions[static_cast<size_t>(i)];
@@ -179,6 +180,11 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
     scheduler.report(i, measured, report.best_latency_s);
     result.trials = scheduler.trials_done();
     report_progress(i, false);
+    if (std::optional<std::string> busy = busy_machine_warning(report.result);
+        busy && !warned_busy) {
+      say(*busy);
+      warned_busy = true;
+    }
   }
   // Every task's pick comes from one re-timing after all the trials, so that the totals of two
   // runs compare like with like (TuneSession::retime).

@@ -17,6 +17,21 @@
 namespace tessera {
 namespace {
 
+// A busy machine is named once a quarter of at least 8 timed trials spread past 10%.
+TEST(TuneRun, NoisyTimingsWarnOfABusyMachine) {
+  TuneResult r;
+  r.workload = "matmul:M=8,N=8,K=8";
+  r.timed_trials = 7, r.noisy_trials = 7;
+  EXPECT_FALSE(busy_machine_warning(r)) << "too few trials to tell";
+  r.timed_trials = 40, r.noisy_trials = 9;
+  EXPECT_FALSE(busy_machine_warning(r));
+  r.noisy_trials = 10;
+  std::optional<std::string> warning = busy_machine_warning(r);
+  ASSERT_TRUE(warning);
+  EXPECT_NE(warning->find("10 of 40 trials"), std::string::npos) << *warning;
+  EXPECT_NE(warning->find("busy"), std::string::npos) << *warning;
+}
+
 TEST(TuneRun, RecordsEveryTrialResumesAndTheBestReplays) {
   std::string db = (std::filesystem::temp_directory_path() /
                     ("tessera_tune_" + std::to_string(getpid()) + ".db"))
