@@ -33,7 +33,7 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
   auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
   auto stage = [&] { return allocated.names.empty() ? pick(buffers) : pick(allocated.names); };
   auto factor = [&] { return static_cast<int64_t>(1 + rng() % 8); };
-  switch (rng() % 15) {
+  switch (rng() % 18) {
     case 0:
       return split(pick(loops), factor());
     case 1:
@@ -66,6 +66,15 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
       return merge_dims(pick(buffers), static_cast<int64_t>(rng() % 4));
     case 14:
       return drop_init(pick(buffers));
+    case 15: {
+      std::vector<std::string> by;
+      for (size_t n = 1 + rng() % 3; by.size() < n;) by.push_back(pick(loops));
+      return gather(pick(inputs), by);
+    }
+    case 16:
+      return fuse_write_back(stage());
+    case 17:
+      return prefetch(pick(inputs), pick(loops), static_cast<int64_t>(1 + rng() % 4));
     default:
       return split(pick(loops), factor());
   }

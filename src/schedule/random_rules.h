@@ -8,8 +8,8 @@
 
 namespace tessera {
 
-/// A rule chosen uniformly from all rule kinds, with arguments drawn from the loops and buffers of
-/// `p` (and small random factors). It may well not apply.
+/// A rule chosen uniformly from all rule kinds (every rule of rules.h), with arguments drawn from
+/// the loops and buffers of `p` (and small random factors). It may well not apply.
 ProgramStrategy random_rule(const Program& p, std::mt19937& rng);
 
 }  // namespace tessera

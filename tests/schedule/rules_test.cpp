@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 #include "schedule/loop_tools.h"
@@ -157,6 +158,7 @@ TEST(Rules, RandomCompositionsPreserveSemantics) {
                              "add:M=3,N=10", "conv2d_bias_relu:N=1,C=2,H=4,W=5,O=2,K=3,S=1,P=1",
                              "matmul:M=1,N=9,K=4"};
   int applied = 0, refused = 0;
+  std::map<std::string, int> applied_by_rule;
   for (int trial = 0; trial < 300; ++trial) {
     OpInstance op = instantiate(parse_workload(workloads[trial % 5]));
     Program p = op.program;
@@ -173,12 +175,16 @@ TEST(Rules, RandomCompositionsPreserveSemantics) {
       history += " ; " + s.text();
       p = r.program();
       ++applied;
+      ++applied_by_rule[s.text().substr(0, s.text().find('('))];
     }
     ASSERT_TRUE(testing::interpreter_matches_reference(op, p, trial))
         << workloads[trial % 5] << ": " << history;
   }
   EXPECT_GT(applied, 500);
   EXPECT_GT(refused, 100);
+  for (const char* rule : {"split", "reorder", "vectorize", "unroll", "parallel", "cache_write",
+                           "cache_read", "pack", "gather", "prefetch"})
+    EXPECT_GT(applied_by_rule[rule], 0) << rule << " never applied";
 }
 
 }  // namespace
