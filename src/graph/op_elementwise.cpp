@@ -136,8 +136,12 @@ void add_elementwise_rows(std::vector<OpDef>& t) {
   t.push_back(unary(
       "Sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
       [](Expr x) { return f32(1.0) / (f32(1.0) + exp(f32(0.0) - x)); }));
+  // Through exp, as Sigmoid, so that it runs on whole vectors (tanh is one libm call per lane:
+  // 0.12 of the DCGAN generator's 2.5 ms): 1 - 2 / (e^2x + 1), exact at both ends (e^2x
+  // overflowing to inf gives 1), within 2e-7 of tanh near 0.
   t.push_back(unary(
-      "Tanh", [](double x) { return std::tanh(x); }, [](Expr x) { return tanh(x); }));
+      "Tanh", [](double x) { return std::tanh(x); },
+      [](Expr x) { return f32(1.0) - f32(2.0) / (exp(x + x) + f32(1.0)); }));
   t.push_back(unary(
       "Exp", [](double x) { return std::exp(x); }, [](Expr x) { return exp(x); }));
   t.push_back(unary(

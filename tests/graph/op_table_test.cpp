@@ -215,6 +215,16 @@ TEST(OpTable, ConvTransposeMatchesTheReference) {
   EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
 }
 
+// Tanh through exp: saturated ends (e^2x past float's range) and the middle, on whole vectors.
+TEST(OpTable, TanhHoldsAtBothEnds) {
+  for (double range : {0.01, 4.0, 60.0}) {
+    SCOPED_TRACE(range);
+    GraphBuilder b(35);
+    Graph g = b.finish(b.node("Tanh", {b.input({4, 64})}));
+    EXPECT_LT(run_against_reference(g, b, -range, range), 3e-7 / std::min(range, 1.0));
+  }
+}
+
 // Strided ConvTranspose by phases (the DCGAN generator's chain: a 1x1 input, stride 2 with pads 1,
 // batch norms with real statistics, Relu, a Tanh at the end; then rectangular strides, asymmetric
 // pads, output_padding and groups): one stride-1 Conv per ConvTranspose, its batch norm folded,
