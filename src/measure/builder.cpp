@@ -86,11 +86,7 @@ BuildResult Builder::compile(const std::string& source, const std::string& key) 
   for (const std::string& f : params_.compile.flags) spec.argv.push_back(f);
   spec.argv.insert(spec.argv.end(), {"-o", tmp_so, c_path});
   spec.output_path = log;
-  // The compiler's temporary files go to the build folder: killed at the limit, it leaves
-  // nothing in $TMPDIR.
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "TMPDIR=", 7) != 0) spec.env.emplace_back(*e);
-  spec.env.push_back("TMPDIR=" + dir_);
+  spec.env = compiler_environment(dir_);
 
   const auto start = std::chrono::steady_clock::now();
   {

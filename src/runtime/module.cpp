@@ -45,6 +45,14 @@ std::vector<std::string> default_compile_flags() {
   return flags;
 }
 
+std::vector<std::string> compiler_environment(const std::string& scratch_dir) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0) env.emplace_back(*e);
+  env.push_back("TMPDIR=" + scratch_dir);
+  return env;
+}
+
 namespace {
 
 // A private directory (mkdtemp makes it mode 0700), removed with its contents on destruction.
@@ -78,13 +86,11 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& log_p
   std::vector<char*> cargv;
   for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
-  // The compiler's own temporary files (cc*.s) go to the folder of its log, which tessera removes:
-  // a compiler killed at its limit or by a signal leaves nothing in $TMPDIR.
-  const std::string tmpdir = "TMPDIR=" + std::filesystem::path(log_path).parent_path().string();
+  // Its temporary files go to the folder of its log, which tessera removes.
+  std::vector<std::string> env_text =
+      compiler_environment(std::filesystem::path(log_path).parent_path().string());
   std::vector<char*> env;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "TMPDIR=", 7) != 0) env.push_back(*e);
-  env.push_back(const_cast<char*>(tmpdir.c_str()));
+  for (std::string& e : env_text) env.push_back(e.data());
   env.push_back(nullptr);
   // Its own process group, so that a kill reaches the cc1 and ld the driver runs, not only it.
   posix_spawnattr_t attr;

@@ -27,6 +27,11 @@ std::string default_c_compiler();
 ///   -std=gnu11                C11 plus the GNU vector extensions the codegen emits.
 std::vector<std::string> default_compile_flags();
 
+/// The environment a C compiler runs in: ours, with TMPDIR set to `scratch_dir` (a folder
+/// tessera removes), so that a compiler killed at its limit or by a signal leaves no cc*.s in
+/// $TMPDIR.
+std::vector<std::string> compiler_environment(const std::string& scratch_dir);
+
 /// The C compiler stopped at its time or memory limit: the kernel asked too much of it (a
 /// strategy's unrolling), not a tessera bug.
 class CompilerLimitError : public Error {

@@ -59,6 +59,21 @@ const char* file_kind_name(FileKind kind) {
   return "?";
 }
 
+namespace {
+
+// A new empty file `.NAME.XXXXXX` in the folder of `path`, where it can be renamed over it.
+std::string make_temp_beside(const std::string& path) {
+  const fs::path target(path);
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string temp = (folder / ("." + target.filename().string() + ".XXXXXX")).string();
+  int fd = ::mkstemp(temp.data());
+  if (fd < 0) throw_error("cannot write {}: {}", path, std::strerror(errno));
+  ::close(fd);
+  return temp;
+}
+
+}  // namespace
+
 void check_output_path(const std::string& output, FileKind writes,
                        const std::vector<std::string>& inputs) {
   if (output.empty()) throw_error("the output path is empty");
@@ -78,24 +93,12 @@ void check_output_path(const std::string& output, FileKind writes,
                 file_kind_name(writes));
   // The output is written beside its target and renamed over it: a folder that takes no new file
   // (read-only, /proc, a name past the file system's limit) is refused now, not after the work.
-  const fs::path target(output);
-  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string probe = (folder / ("." + target.filename().string() + ".XXXXXX")).string();
-  int fd = ::mkstemp(probe.data());
-  if (fd < 0) throw_error("cannot write {}: {}", output, std::strerror(errno));
-  ::close(fd);
-  ::unlink(probe.c_str());
+  ::unlink(make_temp_beside(output).c_str());
 }
 
 void write_file_atomically(const std::string& path,
                            const std::function<void(std::ostream&)>& write) {
-  const fs::path target(path);
-  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string pattern = (folder / ("." + target.filename().string() + ".XXXXXX")).string();
-  int fd = ::mkstemp(pattern.data());
-  if (fd < 0) throw_error("cannot write {}: {}", path, std::strerror(errno));
-  ::close(fd);
-  const std::string tmp = pattern;
+  const std::string tmp = make_temp_beside(path);
   auto fail = [&](const std::string& why) {
     std::error_code ignored;
     fs::remove(tmp, ignored);
@@ -116,7 +119,7 @@ void write_file_atomically(const std::string& path,
     if (!out) fail(errno ? std::strerror(errno) : "write error");
   }
   // The stream's close does not report ENOSPC that the page cache deferred: fsync does.
-  fd = ::open(tmp.c_str(), O_RDONLY);
+  int fd = ::open(tmp.c_str(), O_RDONLY);
   if (fd < 0 || ::fsync(fd) != 0) {
     const int err = errno;
     if (fd >= 0) ::close(fd);
@@ -128,7 +131,7 @@ void write_file_atomically(const std::string& path,
   ::umask(mask);
   ::chmod(tmp.c_str(), 0666 & ~mask);
   std::error_code ec;
-  fs::rename(tmp, target, ec);
+  fs::rename(tmp, path, ec);
   if (ec) fail(ec.message());
 }
 
