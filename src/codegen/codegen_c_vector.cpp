@@ -25,17 +25,23 @@
 //   - float32 and int32 min and max select through the comparison's lane mask;
 //   - a select whose condition does not use v (inlined zero padding read along channel lanes) is
 //     a scalar branch between two vectors, each computed only on its side, so that a load the
-//     condition guards is never made.
+//     condition guards is never made;
+//   - a select whose condition tests loaded values (LeakyRelu, erf's two ranges) computes both
+//     sides and blends them through the condition's lane mask, where the sides load nothing the
+//     condition does not.
 // GNU C (unlike C++) has no `?:` on vectors, so bodies with other varying comparisons, selects,
 // bool values or integer division take the `#pragma omp simd` path in codegen_c.cpp instead.
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "codegen/codegen_c_emitter.h"
 #include "te/error.h"
 #include "te/expr_functor.h"
 #include "tir/simplify.h"
 #include "tir/stmt_functor.h"
+#include "tir/structural_equal.h"
 
 namespace tessera::codegen_c_detail {
 
@@ -133,16 +139,103 @@ class VectorLoop {
       }
       case ExprKind::kSelect: {
         const auto* n = e.as<SelectNode>();
-        return e.dtype() != DType::kBool && !uses_var(n->cond, v_) &&
-               supported_value(n->true_value) && supported_value(n->false_value);
+        if (uses_var(n->cond, v_)) return blendable(*n);
+        return e.dtype() != DType::kBool && supported_value(n->true_value) &&
+               supported_value(n->false_value);
       }
       default:
         return false;
     }
   }
 
+  // The two operands of a comparison, And or Or; nullptr-free only for those kinds.
+  static std::pair<Expr, Expr> operands_of(const Expr& c) {
+    switch (c.kind()) {
+#define TESSERA_CASE(Kind)              \
+  case ExprKind::k##Kind: {             \
+    const auto* n = c.as<Kind##Node>(); \
+    return {n->a, n->b};                \
+  }
+      TESSERA_CASE(EQ)
+      TESSERA_CASE(NE)
+      TESSERA_CASE(LT)
+      TESSERA_CASE(LE)
+      TESSERA_CASE(GT)
+      TESSERA_CASE(GE)
+      TESSERA_CASE(And)
+      TESSERA_CASE(Or)
+#undef TESSERA_CASE
+      default:
+        return {};
+    }
+  }
+
+  static const char* comparison_operator(ExprKind k) {
+    switch (k) {
+      case ExprKind::kEQ:
+        return "==";
+      case ExprKind::kNE:
+        return "!=";
+      case ExprKind::kLT:
+        return "<";
+      case ExprKind::kLE:
+        return "<=";
+      case ExprKind::kGT:
+        return ">";
+      case ExprKind::kGE:
+        return ">=";
+      default:
+        return nullptr;
+    }
+  }
+
+  // A condition that becomes an int32 lane mask: comparisons of float32 or int32 values, joined
+  // by And, Or and Not; parts that are the same on every lane are broadcast.
+  bool supported_condition(const Expr& c) const {
+    if (!uses_var(c, v_)) return c.dtype() == DType::kBool;
+    if (c.kind() == ExprKind::kNot) return supported_condition(c.as<NotNode>()->a);
+    auto [a, b] = operands_of(c);
+    if (!a.defined()) return false;
+    if (c.kind() == ExprKind::kAnd || c.kind() == ExprKind::kOr)
+      return supported_condition(a) && supported_condition(b);
+    return lane_mask_fits(a.dtype()) && a.dtype() == b.dtype() && supported_value(a) &&
+           supported_value(b);
+  }
+
+  static std::vector<Expr> loads_in(const Expr& e) {
+    struct Collect : ExprVisitor {
+      std::vector<Expr> loads;
+      void visit_(const LoadNode& n, const Expr& self) override {
+        loads.push_back(self);
+        ExprVisitor::visit_(n, self);
+      }
+    } collect;
+    collect.visit(e);
+    return collect.loads;
+  }
+
+  // A select whose condition varies across lanes computes both sides on every lane, then blends
+  // them by the condition's mask. That is safe only where no side loads what the scalar code
+  // would not: each load of a side must be one the condition makes too (a test of the loaded
+  // values, as LeakyRelu's or erf's), never behind a guard of indices (zero padding, which stays
+  // on the `#pragma omp simd` path).
+  bool blendable(const SelectNode& n) const {
+    if (!lane_mask_fits(n.dtype) || !supported_condition(n.cond)) return false;
+    const std::vector<Expr> made = loads_in(n.cond);
+    for (const Expr& side : {n.true_value, n.false_value}) {
+      for (const Expr& load : loads_in(side)) {
+        bool in_condition = std::any_of(made.begin(), made.end(),
+                                        [&](const Expr& m) { return structural_equal(m, load); });
+        if (!in_condition) return false;
+      }
+    }
+    return supported_value(n.true_value) && supported_value(n.false_value);
+  }
+
   // min and max select through an int32 lane mask, which matches float32 and int32 lanes.
-  static bool lane_mask_fits(DType t) { return t == DType::kFloat32 || t == DType::kInt32; }
+  static bool lane_mask_fits(DType t) {
+    return t == DType::kFloat32 || t == DType::kInt32;
+  }
 
   template <typename Node>
   bool both_supported(const Node* n) const {
@@ -470,6 +563,47 @@ class VectorLoop {
     return {{fmt::format("{} {} {}", a.c.wrap(prec), op, b.c.wrap(right_min)), prec}, true};
   }
 
+  // The int32 lane mask of a condition (supported_condition): all ones where it holds.
+  std::string condition_mask(const Expr& c) {
+    const std::string itype = em_.vector_type(DType::kInt32, lanes_);
+    const std::string mask = em_.fresh_name("cond_mask");
+    if (!uses_var(c, v_)) {
+      em_.line(fmt::format("const {0} {1} = ({0}){{0}} - (int32_t)({2});", itype, mask,
+                           em_.print(c).text));
+    } else if (c.kind() == ExprKind::kNot) {
+      const std::string a = condition_mask(c.as<NotNode>()->a);
+      em_.line(fmt::format("const {} {} = ~{};", itype, mask, a));
+    } else if (c.kind() == ExprKind::kAnd || c.kind() == ExprKind::kOr) {
+      auto [a, b] = operands_of(c);
+      const std::string ma = condition_mask(a), mb = condition_mask(b);
+      em_.line(fmt::format("const {} {} = {} {} {};", itype, mask, ma,
+                           c.kind() == ExprKind::kAnd ? "&" : "|", mb));
+    } else {
+      auto [a, b] = operands_of(c);
+      const std::string type = em_.vector_type(a.dtype(), lanes_);
+      const std::string va = em_.fresh_name("cmp_arg"), vb = em_.fresh_name("cmp_arg");
+      declare_vector(type, va, value(a));
+      declare_vector(type, vb, value(b));
+      em_.line(fmt::format("const {} {} = {} {} {};", itype, mask, va,
+                           comparison_operator(c.kind()), vb));
+    }
+    return mask;
+  }
+
+  // Both sides on every lane, blended by the condition's mask (see blendable).
+  std::string emit_blend(const SelectNode& n) {
+    const std::string type = em_.vector_type(n.dtype, lanes_);
+    const std::string itype = em_.vector_type(DType::kInt32, lanes_);
+    const std::string mask = condition_mask(n.cond);
+    const std::string t = em_.fresh_name("blend_true"), f = em_.fresh_name("blend_false");
+    declare_vector(type, t, value(n.true_value));
+    declare_vector(type, f, value(n.false_value));
+    const std::string result = em_.fresh_name("blend_vec");
+    em_.line(fmt::format("const {0} {1} = ({0})((({2}){3} & {4}) | (({2}){5} & ~{4}));", type,
+                         result, itype, t, mask, f));
+    return result;
+  }
+
   // min(a, b) = a < b ? a : b and max(a, b) = a > b ? a : b, as the scalar helpers (so a NaN
   // operand gives b in both), lane by lane through the comparison's all-ones mask; gcc turns the
   // masked blend into vminps/vmaxps or a blend.
@@ -519,8 +653,11 @@ class VectorLoop {
       }
       case ExprKind::kCall:
         return {CExpr{emit_call(*e.as<CallNode>())}, true};
-      case ExprKind::kSelect:
-        return {CExpr{emit_uniform_select(*e.as<SelectNode>())}, true};
+      case ExprKind::kSelect: {
+        const auto* n = e.as<SelectNode>();
+        if (uses_var(n->cond, v_)) return {CExpr{emit_blend(*n)}, true};
+        return {CExpr{emit_uniform_select(*n)}, true};
+      }
       default:
         throw_internal("vector codegen: unsupported {}", expr_kind_name(e.kind()));
     }

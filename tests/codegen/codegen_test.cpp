@@ -270,6 +270,43 @@ TEST(CodegenC, LaneInvariantSelectIsABranchBetweenVectors) {
   }
 }
 
+// A select whose condition tests the loaded values (LeakyRelu, with an And and a Not joining the
+// comparisons) blends both sides through the condition's lane mask on whole vectors; one whose
+// side loads what its condition does not (a bounds guard of the lane's index) stays on the
+// `#pragma omp simd` path, so that no lane reads past the guard.
+TEST(CodegenC, ValueTestingSelectBlendsWholeVectors) {
+  Buffer a = make_buffer("A", kF32, {2, 16});
+  Buffer b = make_buffer("B", kF32, {2, 16});
+  Var i("i"), j("j");
+  Expr x = make_load(a, {i, j});
+  Expr cond = x < 0.0 && !(x < -0.75);
+  Program p = make_program(
+      "leaky", {a}, {b},
+      make_for(i, 0, 2, kSerial,
+               make_for(j, 0, 16, kVectorized,
+                        make_store(b, {i, j}, make_select(cond, x * 0.125, x + 1.0)))));
+  std::string code = codegen_c(p);
+  EXPECT_EQ(code.find("#pragma omp simd"), std::string::npos) << code;
+  EXPECT_NE(code.find("blend_vec"), std::string::npos) << code;
+  Module mod = compile_strict(code);
+  NDArray av = random_array(a, 31), bv = NDArray::empty(b->shape, kF32);
+  mod.run({&av, &bv});
+  for (int64_t n = 0; n < 32; ++n) {
+    float v = static_cast<float>(av.get(n));
+    float want = v < 0.0f && !(v < -0.75f) ? v * 0.125f : v + 1.0f;
+    EXPECT_EQ(bv.get(n), want) << n;
+  }
+
+  // Row j + 1 exists only below the last lane: the guard must keep the last lane from it.
+  Buffer c = make_buffer("C", kF32, {17});
+  Buffer d = make_buffer("D", kF32, {16});
+  Expr guarded = make_select(j < 15, make_load(c, {j + 1}), make_float(0.0, kF32));
+  Program q =
+      make_program("next", {c}, {d}, make_for(j, 0, 16, kVectorized, make_store(d, {j}, guarded)));
+  std::string guarded_code = codegen_c(q);
+  EXPECT_EQ(guarded_code.find("blend_vec"), std::string::npos) << guarded_code;
+}
+
 // A split's tail: the guard is tested on the first and last lane, whole vectors run where both
 // pass, and the tail runs a masked copy of the vector block: only the lanes that pass load and
 // store (AVX-512 masked moves, AVX2 ones in 8-lane halves, or lane by lane), exp still on whole
