@@ -46,9 +46,14 @@ class Planner {
                                    : std::nullopt);
       ex_.input_id_bound_.push_back(ids ? id_bound(g_, v) : 0);
     }
-    for (const Node& n : g_.nodes) {
-      node_ = &n;
-      plan_node(n);
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      for (const std::string& v : g_.nodes[i].outputs) producer_[v] = i;
+    chained_.assign(g_.nodes.size(), false);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (chained_[i]) continue;  // computed by the kernel of an earlier elementwise node
+      node_ = &g_.nodes[i];
+      head_ = i;
+      plan_node(g_.nodes[i]);
     }
     ex_.input_names_ = g_.inputs;
     ex_.output_names_ = g_.outputs;
@@ -267,7 +272,7 @@ class Planner {
     const int64_t block = target_isa().f32_lanes;
     bool prepack =
         !depthwise && w.group == 1 && g_.is_constant(n.inputs[1]) && w.out_channels % block == 0;
-    size_t wt = prepack ? constant_array(packed_conv_weights(g_.constants.at(n.inputs[1]), block))
+    size_t wt = prepack ? constant_array(packed_weights(g_.constants.at(n.inputs[1]), block))
                         : slot(n.inputs[1]);
     std::string wb_key = prepack ? fmt::format(",WB={}", block) : "";
     if (!depthwise && n.epilogue.size() == 1 && n.epilogue[0].kind == Epilogue::Kind::kRelu) {
@@ -312,8 +317,7 @@ class Planner {
       HostTensor b = g_.constants.at(n.inputs[1]);
       HostTensor wt = a.trans_b ? b : transposed_2d(b);
       for (double& v : wt.data) v *= a.alpha;
-      library_step(fmt::format("dense:B={},I={},O={}", a.m, a.k, a.n),
-                   {lhs, constant_array(wt), raw});
+      dense_step(lhs, dense_weights(wt), raw);
     } else {
       if (a.alpha != 1.0)
         throw_error("{}: alpha={} with non-constant B is not supported", n.where(), a.alpha);
@@ -337,6 +341,32 @@ class Planner {
     epilogue_step(n, raw, out_shape, std::move(extra));
   }
 
+  // Constant dense weights [out][in], packed here, once, into blocks of the output channels the
+  // kernel's vectors read (WB) where the outputs fill whole blocks, so that the kernel packs
+  // nothing (it copied all the weights every run: 7 MB for each of BERT's 768 x 2304
+  // projections).
+  struct DenseWeights {
+    size_t slot = 0;
+    int64_t in = 0, out = 0, block = 0;  // block 0: [out][in] as they are
+  };
+  DenseWeights dense_weights(const HostTensor& weights) {
+    DenseWeights d;
+    d.out = weights.shape.at(0);
+    d.in = weights.shape.at(1);
+    const int64_t lanes = target_isa().f32_lanes;
+    d.block = d.out % lanes == 0 ? lanes : 0;
+    d.slot = constant_array(d.block > 0 ? packed_weights(weights, d.block) : weights);
+    return d;
+  }
+
+  // y = x W^T over the rows of x.
+  void dense_step(size_t x, const DenseWeights& w, size_t y) {
+    const int64_t batch = static_cast<int64_t>(ex_.arrays_[x].num_elements()) / w.in;
+    library_step(fmt::format("dense:B={},I={},O={}{}", batch, w.in, w.out,
+                             w.block > 0 ? fmt::format(",WB={}", w.block) : ""),
+                 {x, w.slot, y});
+  }
+
   void plan_matmul(const Node& n) {
     const std::vector<int64_t>& as = g_.shape(n.inputs[0]);
     const std::vector<int64_t>& bs = g_.shape(n.inputs[1]);
@@ -344,14 +374,17 @@ class Planner {
     int64_t m = as[as.size() - 2], k = as.back(), nn = bs.back();
     int64_t batch = num_elements(as) / (m * k);
     size_t raw = n.epilogue.empty() ? output_slot(n) : new_array(out_shape);
-    std::vector<size_t> args{slot(n.inputs[0]), slot(n.inputs[1]), raw};
     if (bs.size() == 2 && g_.is_constant(n.inputs[1])) {
       // Constant weights (a transformer's projections): dense, which keeps them [out][in] and
       // prepacks them, as Gemm's do; the plain matmul's default ran BERT's 128x768x3072 40 ms
       // against dense's 2.5 (Zen AVX2, 2 threads).
-      args[1] = constant_array(transposed_2d(g_.constants.at(n.inputs[1])));
-      library_step(fmt::format("dense:B={},I={},O={}", batch * m, k, nn), args);
-    } else if (bs.size() == 2) {
+      dense_step(slot(n.inputs[0]), dense_weights(transposed_2d(g_.constants.at(n.inputs[1]))),
+                 raw);
+      if (!n.epilogue.empty()) epilogue_step(n, raw, out_shape, {});
+      return;
+    }
+    std::vector<size_t> args{slot(n.inputs[0]), slot(n.inputs[1]), raw};
+    if (bs.size() == 2) {
       library_step(fmt::format("matmul:M={},N={},K={}", batch * m, nn, k), args);
     } else {
       // Operands whose batch dimensions broadcast are copied out to the output's first.
@@ -389,18 +422,6 @@ class Planner {
   static std::pair<int64_t, int64_t> rows(const std::vector<int64_t>& shape) {
     int64_t last = shape.empty() ? 1 : shape.back();
     return {num_elements(shape) / last, last};
-  }
-
-  void plan_elementwise(const Node& n, std::vector<ElementwiseStep> steps,
-                        std::vector<std::string> operands) {
-    std::vector<std::vector<int64_t>> shapes;
-    std::vector<size_t> args;
-    for (const std::string& v : operands) {
-      shapes.push_back(g_.shape(v));
-      args.push_back(slot(v));
-    }
-    args.push_back(output_slot(n));
-    te_step(elementwise_kernel(g_.shape(n.outputs[0]), shapes, steps), std::move(args));
   }
 
   // A Conv in channel blocks (graph/passes.h choose_layouts): conv2d_nchwc or
@@ -510,32 +531,7 @@ class Planner {
     if (n.op == "GlobalAveragePool")
       return te_step(global_avg_pool_kernel(blocked_shape(in, block)),
                      {blocked_slot(n.inputs[0], block), output_slot(n)});
-    // Elementwise: full-shape operands blocked, per-channel values as [1][C/b][1][1][b] (the
-    // same memory as [C]: a constant, or a squeeze-excite scale of one image), scalars as they
-    // are.
-    const std::vector<int64_t>& out = g_.shape(n.outputs[0]);
-    std::vector<int64_t> out_blocked = blocked_shape(out, block);
-    std::vector<std::vector<int64_t>> shapes;
-    std::vector<size_t> args;
-    for (const std::string& v : elementwise_operands(n)) {
-      if (g_.shape(v) == out) {
-        shapes.push_back(out_blocked);
-        args.push_back(blocked_slot(v, block));
-      } else if (is_per_channel(g_.shape(v), out[1]) && g_.is_constant(v)) {
-        HostTensor t = g_.constants.at(v);
-        t.shape = {1, out[1] / block, 1, 1, block};
-        shapes.push_back(t.shape);
-        args.push_back(constant_array(t));
-      } else if (is_per_channel(g_.shape(v), out[1])) {
-        shapes.push_back({1, out[1] / block, 1, 1, block});
-        args.push_back(slot(v));
-      } else {
-        shapes.push_back(g_.shape(v));
-        args.push_back(slot(v));
-      }
-    }
-    args.push_back(blocked_output_slot(n, block));
-    te_step(elementwise_kernel(out_blocked, shapes, {elementwise_step(n)}), std::move(args));
+    plan_elementwise_chain(n, elementwise_chain(), block);
   }
 
   // The inputs an elementwise node's kernel reads: Clip's bounds are folded into it.
@@ -562,6 +558,130 @@ class Planner {
     return {ElementwiseStep::Kind::kClip, -1, lo, hi, {}, {}};
   }
 
+  // Add, Mul, Relu, Clip with constant bounds, and the operator table's scalar rows: what one
+  // step of an elementwise kernel computes.
+  bool is_elementwise_step(const Node& n) const {
+    if (const OpDef* row = find_op(n.op); row && row->lowering == Lowering::kElementwise)
+      return true;
+    if (n.op == "Add" || n.op == "Mul" || n.op == "Relu") return true;
+    if (n.op != "Clip") return false;
+    try {
+      clip_bounds(n, g_);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  }
+
+  // The elementwise nodes after the head (the node being planned) that its kernel computes too,
+  // in order: each the only reader of the value so far (which no one else sees), of its shape
+  // and layout, with every other operand ready before the head runs. One pass over memory then
+  // does a chain such as GELU's Div, Erf, Add, Mul, Mul (five kernels in BERT's legacy export).
+  std::vector<size_t> elementwise_chain() const {
+    std::vector<size_t> chain;
+    const Node& head = g_.nodes[head_];
+    if (!is_elementwise_step(head)) return chain;
+    const int64_t block = head.attr_int(kBlockAttr, 0);
+    const std::vector<int64_t>& shape = g_.shape(head.outputs[0]);
+    std::string value = head.outputs[0];
+    while (!g_.is_output(value) && !g_.is_constant(value)) {
+      std::vector<size_t> readers = g_.consumers(value);
+      if (readers.size() != 1) break;
+      const Node& next = g_.nodes[readers[0]];
+      if (!is_elementwise_step(next) || next.attr_int(kBlockAttr, 0) != block ||
+          g_.shape(next.outputs[0]) != shape || g_.is_constant(next.outputs[0]) ||
+          std::count(next.inputs.begin(), next.inputs.end(), value) != 1)
+        break;
+      std::vector<std::string> operands = elementwise_operands(next);
+      if (std::find(operands.begin(), operands.end(), value) == operands.end()) break;
+      bool ready = true;
+      for (const std::string& v : operands) {
+        if (v == value || g_.is_constant(v)) continue;
+        auto p = producer_.find(v);
+        ready = ready && (p == producer_.end() || p->second < head_);  // a model input, or earlier
+      }
+      if (!ready) break;
+      chain.push_back(readers[0]);
+      value = next.outputs[0];
+    }
+    return chain;
+  }
+
+  // The step of chained node `n` whose value so far is its operand `at`, its other operands
+  // being kernel inputs `others`.
+  ElementwiseStep chained_step(const Node& n, size_t at, const std::vector<int>& others) const {
+    if (n.op == "Add" || n.op == "Mul")
+      return {n.op == "Add" ? ElementwiseStep::Kind::kAdd : ElementwiseStep::Kind::kMul,
+              others.at(0),
+              0,
+              0,
+              {},
+              {}};
+    if (n.op == "Relu" || n.op == "Clip") return elementwise_step(n);
+    ScalarCall call = scalar_call(n, g_);
+    ElementwiseStep step;
+    step.kind = ElementwiseStep::Kind::kScalar;
+    step.inputs = others;
+    step.scalar = [call, at](const std::vector<Expr>& x) {
+      std::vector<Expr> operands(x.begin() + 1, x.end());
+      operands.insert(operands.begin() + static_cast<std::ptrdiff_t>(at), x[0]);
+      return call.op->build(call.params, operands);
+    };
+    return step;
+  }
+
+  // One kernel for `head` and the nodes of `chain` after it; with `block`, in channel blocks:
+  // full-shape operands blocked, per-channel values as [1][C/b][1][1][b] (the same memory as
+  // [C]: a constant, or a squeeze-excite scale of one image), scalars as they are.
+  void plan_elementwise_chain(const Node& head, const std::vector<size_t>& chain, int64_t block) {
+    const std::vector<int64_t>& out = g_.shape(head.outputs[0]);
+    const std::vector<int64_t> kernel_shape = block > 0 ? blocked_shape(out, block) : out;
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<size_t> args;
+    auto operand = [&](const std::string& v) {
+      if (block == 0) {
+        shapes.push_back(g_.shape(v));
+        args.push_back(slot(v));
+      } else if (g_.shape(v) == out) {
+        shapes.push_back(kernel_shape);
+        args.push_back(blocked_slot(v, block));
+      } else if (is_per_channel(g_.shape(v), out[1]) && g_.is_constant(v)) {
+        HostTensor t = g_.constants.at(v);
+        t.shape = {1, out[1] / block, 1, 1, block};
+        shapes.push_back(t.shape);
+        args.push_back(constant_array(t));
+      } else if (is_per_channel(g_.shape(v), out[1])) {
+        shapes.push_back({1, out[1] / block, 1, 1, block});
+        args.push_back(slot(v));
+      } else {
+        shapes.push_back(g_.shape(v));
+        args.push_back(slot(v));
+      }
+      return static_cast<int>(args.size()) - 1;
+    };
+    for (const std::string& v : elementwise_operands(head)) operand(v);
+    std::vector<ElementwiseStep> steps{elementwise_step(head)};
+    std::string value = head.outputs[0];
+    for (size_t c : chain) {
+      const Node& n = g_.nodes[c];
+      chained_[c] = true;
+      std::vector<std::string> operands = elementwise_operands(n);
+      size_t at = 0;
+      std::vector<int> others;
+      for (size_t k = 0; k < operands.size(); ++k) {
+        if (operands[k] == value)
+          at = k;
+        else
+          others.push_back(operand(operands[k]));
+      }
+      steps.push_back(chained_step(n, at, others));
+      value = n.outputs[0];
+    }
+    const Node& last = chain.empty() ? head : g_.nodes[chain.back()];
+    args.push_back(block > 0 ? blocked_output_slot(last, block) : output_slot(last));
+    te_step(elementwise_kernel(kernel_shape, shapes, steps), std::move(args));
+  }
+
   void plan_node(const Node& n) {
     const std::string& op = n.op;
     const std::vector<int64_t>& out_shape = g_.shape(n.outputs[0]);
@@ -575,7 +695,7 @@ class Planner {
         slots_[n.outputs[0]] = slot(n.inputs[0]);  // a view: same data, another shape
         return;
       case Lowering::kElementwise:
-        return plan_elementwise(n, {elementwise_step(n)}, elementwise_operands(n));
+        return plan_elementwise_chain(n, elementwise_chain(), 0);
       case Lowering::kKernel: {
         std::vector<size_t> args;
         if (row->kernel_inputs.empty()) {
@@ -600,6 +720,11 @@ class Planner {
     if (op == "GlobalAveragePool")
       return te_step(global_avg_pool_kernel(g_.shape(n.inputs[0])),
                      {slot(n.inputs[0]), output_slot(n)});
+    if (op == "Relu" || op == "Add" || op == "Mul" || op == "Clip") {
+      // Followed by more elementwise steps: one kernel for all of them.
+      if (std::vector<size_t> chain = elementwise_chain(); !chain.empty())
+        return plan_elementwise_chain(n, chain, 0);
+    }
     if (op == "Relu") {
       auto [m, nn] = rows(out_shape);
       return library_step(fmt::format("relu:M={},N={}", m, nn),
@@ -619,10 +744,9 @@ class Planner {
           return library_step(fmt::format("bias_add:M={},N={}", m, nn),
                               {slot(n.inputs[side]), slot(n.inputs[1 - side]), output_slot(n)});
       }
-      return plan_elementwise(n, {elementwise_step(n)}, n.inputs);
+      return plan_elementwise_chain(n, {}, 0);
     }
-    if (op == "Mul") return plan_elementwise(n, {elementwise_step(n)}, n.inputs);
-    if (op == "Clip") return plan_elementwise(n, {elementwise_step(n)}, {n.inputs[0]});
+    if (op == "Mul" || op == "Clip") return plan_elementwise_chain(n, {}, 0);
     if (op == "BatchNormalization") return plan_batch_norm(n);
     if (op == "LSTM" || op == "GRU") return plan_recurrent(n);
     if (op == "Softmax") {
@@ -695,8 +819,7 @@ class Planner {
     for (int64_t d = 0; d < s.directions; ++d) {
       const bool reverse = s.reverse_first || d == 1;
       size_t xw = new_array({s.seq * B, G});
-      library_step(fmt::format("dense:B={},I={},O={}", s.seq * B, s.input, G),
-                   {x, constant_array(constant_rows(w, d, 0, G)), xw});
+      dense_step(x, dense_weights(constant_rows(w, d, 0, G)), xw);
       HostTensor bias_x{{G}, std::vector<double>(G, 0.0), false}, bias_h = bias_x;
       if (has(3)) {
         const HostTensor& b = g_.constants.at(n.inputs[3]);
@@ -709,9 +832,9 @@ class Planner {
       size_t bx = constant_array(bias_x), bh = constant_array(bias_h);
       // GRU without linear_before_reset: the state's dense covers z and r, R_h runs after reset.
       const int64_t state_gates = s.gru && !s.linear_before_reset ? 2 : s.gates;
-      size_t rd = constant_array(constant_rows(r, d, 0, state_gates * H));
-      std::optional<size_t> r_h;
-      if (state_gates == 2) r_h = constant_array(constant_rows(r, d, 2 * H, H));
+      const DenseWeights rd = dense_weights(constant_rows(r, d, 0, state_gates * H));
+      std::optional<DenseWeights> r_h;
+      if (state_gates == 2) r_h = dense_weights(constant_rows(r, d, 2 * H, H));
       size_t hr = new_array({B, state_gates * H});
       size_t h = has(5) ? part_array(slot(n.inputs[5]), d * B * H, state) : zero_state();
       size_t c = has(6) ? part_array(slot(n.inputs[6]), d * B * H, state) : zero_state();
@@ -721,7 +844,7 @@ class Planner {
         const int64_t t = reverse ? s.seq - 1 - step : step;
         size_t xw_t = part_array(xw, t * B * G, {B, G});
         size_t h_next = part_array(y, at_step(t, d), state);
-        library_step(fmt::format("dense:B={},I={},O={}", B, H, state_gates * H), {h, rd, hr});
+        dense_step(h, rd, hr);
         if (!s.gru) {
           size_t c_next = cells[step % 2];
           te_step(lstm_cell_kernel(B, H), {xw_t, hr, bx, bh, c, c_next});
@@ -732,7 +855,7 @@ class Planner {
         } else {
           size_t reset_h = new_array(state), reset_term = new_array(state);
           te_step(gru_reset_kernel(B, H), {xw_t, hr, bx, bh, h, reset_h});
-          library_step(fmt::format("dense:B={},I={},O={}", B, H, H), {reset_h, *r_h, reset_term});
+          dense_step(reset_h, *r_h, reset_term);
           te_step(gru_cell_kernel(B, H, false), {xw_t, hr, bx, bh, reset_term, h, h_next});
         }
         h = h_next;
@@ -772,6 +895,9 @@ class Planner {
   Executor& ex_;
   std::vector<PlannedWorkload>* collect_;
   const Node* node_ = nullptr;
+  size_t head_ = 0;                         // the index of the node being planned
+  std::map<std::string, size_t> producer_;  // value -> the index of the node computing it
+  std::vector<bool> chained_;  // nodes computed by an earlier node's elementwise kernel
   ScheduleChooser chooser_;
   std::map<std::string, size_t> slots_;  // values in NCHW (or their own shape)
   std::map<std::pair<std::string, int64_t>, size_t> blocked_slots_;  // (value, block) -> slot

@@ -2,11 +2,12 @@
 
 namespace tessera::graph {
 
-HostTensor packed_conv_weights(const HostTensor& t, int64_t block) {
+HostTensor packed_weights(const HostTensor& t, int64_t block) {
   const int64_t o = t.shape[0], inner = t.num_elements() / o;
-  HostTensor out{{o / block, t.shape[1], t.shape[2], t.shape[3], block},
-                 std::vector<double>(t.data.size()),
-                 false};
+  std::vector<int64_t> shape{o / block};
+  shape.insert(shape.end(), t.shape.begin() + 1, t.shape.end());
+  shape.push_back(block);
+  HostTensor out{std::move(shape), std::vector<double>(t.data.size()), false};
   for (int64_t oc = 0; oc < o; ++oc)
     for (int64_t i = 0; i < inner; ++i)
       out.data[((oc / block) * inner + i) * block + oc % block] = t.data[oc * inner + i];

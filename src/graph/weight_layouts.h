@@ -9,8 +9,8 @@
 
 namespace tessera::graph {
 
-/// OIHW weights as [O/block][I][H][W][block], the layout of conv2d's WB=block.
-HostTensor packed_conv_weights(const HostTensor& t, int64_t block);
+/// Weights [O][...] as [O/block][...][block]: conv2d's OIHW and dense's [O][I] with WB=block.
+HostTensor packed_weights(const HostTensor& t, int64_t block);
 /// OIHW weights as conv2d_nchwc's [O/block][C/ib][K][K][ib][block].
 HostTensor blocked_conv_weights(const HostTensor& t, int64_t block, int64_t ib);
 /// Depthwise [C][1][K][K] weights as depthwise_conv2d_nchwc's [C/block][K][K][block].

@@ -225,6 +225,48 @@ TEST(OpTable, TanhHoldsAtBothEnds) {
   }
 }
 
+// erf through exp: the Taylor series near 0 (relative accuracy where erf is tiny), Abramowitz and
+// Stegun's form beyond, saturated tails.
+TEST(OpTable, ErfHoldsFromZeroToItsTails) {
+  for (double range : {1e-3, 0.7, 1.5, 6.0}) {
+    SCOPED_TRACE(range);
+    GraphBuilder b(36);
+    Graph g = b.finish(b.node("Erf", {b.input({4, 64})}));
+    EXPECT_LT(run_against_reference(g, b, -range, range), 4e-7);
+  }
+}
+
+// Elementwise nodes in a row run as one kernel: GELU as the legacy exporter writes it (Div, Erf,
+// Add, Mul by the chain's own input, Mul) and a Sub whose chain value is its second operand.
+// The bias Add before it has two readers, so it stays a kernel of its own.
+TEST(OpTable, ElementwiseChainsRunAsOneKernel) {
+  GraphBuilder b(37);
+  std::string h = b.node("Add", {b.input({4, 64}), b.random({64})});
+  std::string e = b.node("Erf", {b.node("Div", {h, b.constant({{}, {M_SQRT2}, false})})});
+  std::string gelu =
+      b.node("Mul", {b.node("Mul", {h, b.node("Add", {e, b.constant({{}, {1.0}, false})})}),
+                     b.constant({{}, {0.5}, false})});
+  Graph g = b.finish(b.node("Sub", {b.random({1, 64}), gelu}));
+  graph::Executor ex;
+  EXPECT_LT(run_against_reference(g, b, -3, 3, &ex), 1e-6);
+  EXPECT_EQ(ex.steps(), 2) << "the bias Add, then one kernel for the six nodes after it";
+
+  // A chain stops where the next node reads a value computed after the chain's first node, or
+  // reads the chain's value twice.
+  GraphBuilder c(38);
+  std::string x = c.input({2, 32});
+  std::string s = c.node("Sigmoid", {x});
+  std::string n = c.node("Neg", {x});
+  Graph later = c.finish(c.node("Mul", {s, n}));
+  EXPECT_LT(run_against_reference(later, c, -3, 3, &ex), 1e-6);
+  EXPECT_EQ(ex.steps(), 2) << "Sigmoid; then Neg and the Mul, which reads the Sigmoid before it";
+  GraphBuilder d(39);
+  std::string v = d.node("Exp", {d.input({2, 32})});
+  Graph twice = d.finish(d.node("Mul", {v, v}));
+  EXPECT_LT(run_against_reference(twice, d, -3, 3, &ex), 1e-6);
+  EXPECT_EQ(ex.steps(), 2);
+}
+
 // Strided ConvTranspose by phases (the DCGAN generator's chain: a 1x1 input, stride 2 with pads 1,
 // batch norms with real statistics, Relu, a Tanh at the end; then rectangular strides, asymmetric
 // pads, output_padding and groups): one stride-1 Conv per ConvTranspose, its batch norm folded,
