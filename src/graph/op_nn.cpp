@@ -190,10 +190,14 @@ OpDef layer_normalization() {
                            return sum(centered * centered * f32(inv), {rv});
                          },
                          "var", {"r"});
+    // One sqrt and one division per row, not per element (the vector code calls sqrt lane by
+    // lane).
+    Tensor rstd =
+        compute({rows}, [&](Var r) { return f32(1.0) / sqrt(var(r) + f32(eps)); }, "rstd", {"r"});
     Tensor out =
         compute({rows, cols},
                 [&](Var r, Var c) {
-                  Expr v = (x(r, c) - mean(r)) / sqrt(var(r) + f32(eps));
+                  Expr v = (x(r, c) - mean(r)) * rstd(r);
                   auto at = [&](const Tensor& t) { return t->shape[0] == 1 ? t(0) : t(c); };
                   if (scale) v = v * at(*scale);
                   if (bias) v = v + at(*bias);
@@ -201,7 +205,18 @@ OpDef layer_normalization() {
                 },
                 "out", {"i0", "i1"});
     args.push_back(out);
-    return finish_kernel("layer_norm", std::move(args));
+    if (cols % 16 != 0) return finish_kernel("layer_norm", std::move(args));
+    // As softmax's fused form (ops/softmax.cpp): the row statistics computed at each tile of
+    // rows while it is in cache, as 16 partial sums along the row on whole vectors, the rows'
+    // tiles on threads. BERT's 128 x 768 normalization: 0.37 ms as root nests of scalar loops.
+    const int64_t tile = rows % 4 == 0 ? 4 : 1;
+    std::string strategy = fmt::format(
+        "split(i0, {}) ; compute_at(rstd, i0.outer) ; compute_at(var, i0.outer) ; "
+        "compute_at(mean, i0.outer) ; split(i1, 8) ; vectorize(i1.inner) ; split(rc, 16) ; "
+        "rfactor(mean, rc.inner) ; vectorize(rc.inner) ; split(rv, 16) ; rfactor(var, rv.inner) ; "
+        "vectorize(rv.inner) ; parallel(i0.outer)",
+        tile);
+    return finish_kernel("layer_norm", std::move(args), strategy, false);
   };
   return d;
 }
