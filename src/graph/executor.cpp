@@ -317,7 +317,7 @@ class Planner {
       HostTensor b = g_.constants.at(n.inputs[1]);
       HostTensor wt = a.trans_b ? b : transposed_2d(b);
       for (double& v : wt.data) v *= a.alpha;
-      dense_step(lhs, dense_weights(wt), raw);
+      dense_step(lhs, dense_weights(wt, a.m), raw);
     } else {
       if (a.alpha != 1.0)
         throw_error("{}: alpha={} with non-constant B is not supported", n.where(), a.alpha);
@@ -341,20 +341,23 @@ class Planner {
     epilogue_step(n, raw, out_shape, std::move(extra));
   }
 
-  // Constant dense weights [out][in], packed here, once, into blocks of the output channels the
-  // kernel's vectors read (WB) where the outputs fill whole blocks, so that the kernel packs
-  // nothing (it copied all the weights every run: 7 MB for each of BERT's 768 x 2304
-  // projections).
+  // Constant dense weights [out][in] for a product of `batch` rows, packed here, once, into blocks
+  // of the output channels the kernel's vectors read (WB) where the outputs fill whole blocks,
+  // so that the kernel packs nothing (it copied all the weights every run: 7 MB for each of
+  // BERT's 768 x 2304 projections). Small batches keep [out][in] for the dot form, which reads
+  // the rows in place: the LSTM LM's per-step 1 x 650 x 2600 products took 10.4 ms over 70
+  // steps prepacked, 6.4 as dot products, while its batch of 35 took 2.4 prepacked and 4.3 not
+  // (AMD EPYC, AVX2, 2 threads).
   struct DenseWeights {
     size_t slot = 0;
     int64_t in = 0, out = 0, block = 0;  // block 0: [out][in] as they are
   };
-  DenseWeights dense_weights(const HostTensor& weights) {
+  DenseWeights dense_weights(const HostTensor& weights, int64_t batch) {
     DenseWeights d;
     d.out = weights.shape.at(0);
     d.in = weights.shape.at(1);
     const int64_t lanes = target_isa().f32_lanes;
-    d.block = d.out % lanes == 0 ? lanes : 0;
+    d.block = batch >= 16 && d.out % lanes == 0 ? lanes : 0;
     d.slot = constant_array(d.block > 0 ? packed_weights(weights, d.block) : weights);
     return d;
   }
@@ -378,8 +381,8 @@ class Planner {
       // Constant weights (a transformer's projections): dense, which keeps them [out][in] and
       // prepacks them, as Gemm's do; the plain matmul's default ran BERT's 128x768x3072 40 ms
       // against dense's 2.5 (Zen AVX2, 2 threads).
-      dense_step(slot(n.inputs[0]), dense_weights(transposed_2d(g_.constants.at(n.inputs[1]))),
-                 raw);
+      dense_step(slot(n.inputs[0]),
+                 dense_weights(transposed_2d(g_.constants.at(n.inputs[1])), batch * m), raw);
       if (!n.epilogue.empty()) epilogue_step(n, raw, out_shape, {});
       return;
     }
@@ -819,7 +822,7 @@ class Planner {
     for (int64_t d = 0; d < s.directions; ++d) {
       const bool reverse = s.reverse_first || d == 1;
       size_t xw = new_array({s.seq * B, G});
-      dense_step(x, dense_weights(constant_rows(w, d, 0, G)), xw);
+      dense_step(x, dense_weights(constant_rows(w, d, 0, G), s.seq * B), xw);
       HostTensor bias_x{{G}, std::vector<double>(G, 0.0), false}, bias_h = bias_x;
       if (has(3)) {
         const HostTensor& b = g_.constants.at(n.inputs[3]);
@@ -832,9 +835,9 @@ class Planner {
       size_t bx = constant_array(bias_x), bh = constant_array(bias_h);
       // GRU without linear_before_reset: the state's dense covers z and r, R_h runs after reset.
       const int64_t state_gates = s.gru && !s.linear_before_reset ? 2 : s.gates;
-      const DenseWeights rd = dense_weights(constant_rows(r, d, 0, state_gates * H));
+      const DenseWeights rd = dense_weights(constant_rows(r, d, 0, state_gates * H), B);
       std::optional<DenseWeights> r_h;
-      if (state_gates == 2) r_h = dense_weights(constant_rows(r, d, 2 * H, H));
+      if (state_gates == 2) r_h = dense_weights(constant_rows(r, d, 2 * H, H), B);
       size_t hr = new_array({B, state_gates * H});
       size_t h = has(5) ? part_array(slot(n.inputs[5]), d * B * H, state) : zero_state();
       size_t c = has(6) ? part_array(slot(n.inputs[6]), d * B * H, state) : zero_state();
