@@ -89,10 +89,13 @@ int choose_layouts(Graph& g, int64_t block) {
     // than they run.
     if (n.inputs.empty() || !blocked.count(n.inputs[0])) continue;
     if (out.size() != 4 || out[1] % block != 0) continue;
-    if (n.op == "MaxPool") {
+    if (n.op == "MaxPool" || n.op == "AveragePool") {
+      // The blocked mean counts the pads (DenseNet's transitions have none).
       try {
         Window2d w = read_window(n, g.shape(n.inputs[0]), nullptr);
-        if (w.is_square_symmetric() && w.dh == 1 && w.pt < w.kh) mark(n);
+        if (w.is_square_symmetric() && w.dh == 1 && w.pt < w.kh &&
+            (n.op == "MaxPool" || w.pt == 0 || w.count_include_pad))
+          mark(n);
       } catch (const Error&) {
       }
       continue;

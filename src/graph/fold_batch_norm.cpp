@@ -59,6 +59,37 @@ int fold_batch_norm(Graph& g) {
     g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(readers[0]));
     ++folded;
   }
+  // A batch norm no convolution absorbs (DenseNet's, after each Concat) becomes a Mul and an Add
+  // of per-channel constants: elementwise rows, which stay in channel blocks and run in one
+  // kernel with the Relu after them (a separate NCHW kernel before, and a conversion each way).
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& bn = g.nodes[i];
+    if (bn.op != "BatchNormalization" || bn.outputs.size() != 1 || bn.inputs.empty()) continue;
+    std::optional<BatchNormAffine> affine = constant_batch_norm(g, bn, bn.inputs[0]);
+    const std::vector<int64_t> x = g.shape(bn.inputs[0]);
+    if (!affine || x.size() < 2 || std::ssize(affine->scale) != x[1]) continue;
+    std::vector<int64_t> per_channel(x.size(), 1);
+    per_channel[1] = x[1];
+    const std::string scale = bn.name + ".scale_bn", shift = bn.name + ".shift_bn",
+                      scaled = bn.outputs[0] + ".scaled_bn";
+    g.constants[scale] = {per_channel, affine->scale, false};
+    g.constants[shift] = {per_channel, affine->shift, false};
+    g.shapes[scale] = g.shapes[shift] = per_channel;
+    g.shapes[scaled] = x;
+    Node mul, add;
+    mul.name = bn.name + ".scale";
+    mul.op = "Mul";
+    mul.inputs = {bn.inputs[0], scale};
+    mul.outputs = {scaled};
+    add.name = bn.name;
+    add.op = "Add";
+    add.inputs = {scaled, shift};
+    add.outputs = bn.outputs;
+    g.nodes[i] = std::move(mul);
+    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(add));
+    ++i;
+    ++folded;
+  }
   return folded;
 }
 

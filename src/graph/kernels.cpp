@@ -255,21 +255,22 @@ TeKernel from_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block) {
   return finish_kernel("from_blocked", {in, out});
 }
 
-TeKernel max_pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,
-                                 int64_t pad) {
+TeKernel pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,
+                             int64_t pad, bool is_max) {
   Tensor in = placeholder(in_shape, DType::kFloat32, "in");
-  Tensor padded =
-      pad > 0 ? pad_nchw_with(in, pad,
-                              make_float(std::numeric_limits<float>::lowest(), DType::kFloat32))
-              : in;
+  const double fill = is_max ? std::numeric_limits<float>::lowest() : 0.0;
+  Tensor padded = pad > 0 ? pad_nchw_with(in, pad, make_float(fill, DType::kFloat32)) : in;
   IterVar ry = reduce_axis(k, "ry"), rx = reduce_axis(k, "rx");
   int s = static_cast<int>(stride);
   int64_t oh = (in_shape[2] + 2 * pad - k) / stride + 1,
           ow = (in_shape[3] + 2 * pad - k) / stride + 1;
+  // The mean with pads counted: each tap weighted by one divisor (an FMA per tap).
+  const Expr weight = make_float(1.0 / static_cast<double>(k * k), DType::kFloat32);
   Tensor out = compute(
       {in_shape[0], in_shape[1], oh, ow, in_shape[4]},
       [&](const std::vector<Var>& at) {
-        return max(padded(at[0], at[1], at[2] * s + ry.var, at[3] * s + rx.var, at[4]), {ry, rx});
+        Expr tap = padded(at[0], at[1], at[2] * s + ry.var, at[3] * s + rx.var, at[4]);
+        return is_max ? max(tap, {ry, rx}) : sum(tap * weight, {ry, rx});
       },
       "out", axis_names(5));
   // The padding read in place (one test per vector, the block shares it), the window outside
@@ -278,7 +279,7 @@ TeKernel max_pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k
   std::string first = "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)";
   if (pad > 0) first += " ; compute_inline(pad)";
   first += " ; cache_write(out, i3) ; unroll(rx) ; unroll(ry) ; try(drop_init(out))";
-  return finish_kernel("max_pool_blocked", {in, out}, first);
+  return finish_kernel(is_max ? "max_pool_blocked" : "avg_pool_blocked", {in, out}, first);
 }
 
 }  // namespace tessera::graph

@@ -52,9 +52,9 @@ TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape);
 /// NCHW [N][C][H][W] into channel blocks [N][C/b][H][W][b] (b divides C), and back.
 TeKernel to_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block);
 TeKernel from_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block);
-/// Max pooling (KxK window, stride S, padding P) of a channel-blocked [N][C/b][H][W][b] tensor,
-/// the block's channels as the vector.
-TeKernel max_pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,
-                                 int64_t pad);
+/// Max or average pooling (KxK window, stride S, padding P; the mean counts the pads) of a
+/// channel-blocked [N][C/b][H][W][b] tensor, the block's channels as the vector.
+TeKernel pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,
+                             int64_t pad, bool is_max);
 
 }  // namespace tessera::graph

@@ -29,7 +29,8 @@ std::optional<BatchNormAffine> constant_batch_norm(const Graph& g, const Node& b
                                                    const std::string& input);
 /// A BatchNormalization whose input is a Conv's output read by nothing else, with constant
 /// weights and statistics, is folded into the Conv: w' = w * s, b' = (b - mean) * s + beta with
-/// s = scale / sqrt(var + eps) per output channel.
+/// s = scale / sqrt(var + eps) per output channel. Any other BatchNormalization with constant
+/// parameters becomes x * s + (beta - mean * s): a Mul and an Add of per-channel constants.
 int fold_batch_norm(Graph& g);
 /// Elementwise consumers of a Conv, Gemm or MatMul output read by nothing else (Relu, Clip with
 /// constant bounds, Add of a tensor that broadcasts to the output, such as a residual or a bias)

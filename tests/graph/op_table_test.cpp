@@ -126,6 +126,44 @@ TEST(OpTable, ConcatOfBlockedConvolutionsStaysBlocked) {
   EXPECT_EQ(from_blocked, 1) << "only the model's output";
 }
 
+// A dense block as torch exports DenseNet: each layer joins the block's input and every feature
+// before it (one Concat per layer, one input longer each time), then a batch norm no Conv
+// absorbs, Relu, a Conv; a transition averages 2x2. Every feature is written in its place in
+// one array, so no Concat copies; the batch norms and the pooling stay in channel blocks.
+TEST(OpTable, DenseBlockConcatsCopyNothing) {
+  GraphBuilder b(40);
+  auto batch_norm = [&](const std::string& x, int64_t c) {
+    return b.node("BatchNormalization",
+                  {x, b.random({c}, 0.5, 2), b.random({c}), b.random({c}), b.random({c}, 0.2, 3)});
+  };
+  std::vector<std::string> features{b.conv(b.input({1, 16, 8, 8}), 16, 16, 3, 1, 1)};
+  for (int layer = 0; layer < 3; ++layer) {
+    std::string joined =
+        features.size() == 1 ? features[0] : b.node("Concat", features, {{"axis", int64_t{1}}});
+    const int64_t c = 16 * static_cast<int64_t>(features.size());
+    features.push_back(b.conv(b.node("Relu", {batch_norm(joined, c)}), c, 16, 3, 1, 1));
+  }
+  std::string block = b.node("Concat", features, {{"axis", int64_t{1}}});
+  std::string pooled = b.node(
+      "AveragePool", {b.node("Relu", {batch_norm(block, 64)})},
+      {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  Graph g = b.finish(b.conv(pooled, 64, 16, 1, 1, 0));
+  graph::Executor ex;
+  EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-5);
+  int concats = 0, conversions = 0;
+  for (const graph::KernelInfo& k : ex.kernels()) {
+    concats += k.workload.find("concat") != std::string::npos ? k.uses : 0;
+    const bool conversion =
+        k.workload.starts_with("graph:to_blocked") || k.workload.starts_with("graph:from_blocked");
+    conversions += conversion ? k.uses : 0;
+    if (k.workload.find("pool") != std::string::npos) {
+      EXPECT_NE(k.workload.find("avg_pool_blocked"), std::string::npos) << k.workload;
+    }
+  }
+  EXPECT_EQ(concats, 0);
+  EXPECT_EQ(conversions, 2) << "the input into blocks, the output out of them";
+}
+
 TEST(OpTable, CeilModeChangesTheShapeOnlyWhereAWindowStartsInside) {
   GraphBuilder b(23);
   std::string x = b.input({1, 2, 8, 8});
