@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "measure/hash.h"
-#include "measure/process.h"
 #include "runtime/cleanup.h"
+#include "runtime/process.h"
 #include "te/error.h"
 
 namespace tessera {
@@ -87,6 +87,10 @@ BuildResult Builder::compile(const std::string& source, const std::string& key) 
   spec.argv.insert(spec.argv.end(), {"-o", tmp_so, c_path});
   spec.output_path = log;
   spec.env = compiler_environment(dir_);
+  // The memory limit of every other compile (runtime/module.h): a candidate that unrolls too much
+  // grew the compiler to gigabytes for the whole time limit.
+  spec.memory_limit_bytes = params_.compile.memory_limit_bytes;
+  spec.cpu_limit_s = compiler_cpu_limit(params_.timeout_s);
 
   const auto start = std::chrono::steady_clock::now();
   {
@@ -96,11 +100,6 @@ BuildResult Builder::compile(const std::string& source, const std::string& key) 
   std::error_code ec;
   try {
     const pid_t pid = spawn_process(spec);
-    // The memory limit of every other compile (runtime/module.h): a candidate that unrolls
-    // too much grew the compiler to gigabytes for the whole time limit.
-    const auto memory_bytes = static_cast<rlim_t>(params_.compile.memory_limit_bytes);
-    const rlimit memory{memory_bytes, memory_bytes};
-    if (memory_bytes > 0) prlimit(pid, RLIMIT_AS, &memory, nullptr);
     std::optional<int> status = wait_process(pid, params_.timeout_s);
     if (!status) {
       kill_group(pid);

@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "measure/process.h"
+#include "runtime/process.h"
 #include "runtime/cleanup.h"
 #include "te/error.h"
 

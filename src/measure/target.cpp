@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "measure/hash.h"
-#include "measure/process.h"
+#include "runtime/process.h"
 #include "runtime/isa.h"
 
 namespace tessera {

@@ -3,8 +3,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <omp.h>
-#include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +19,7 @@
 #include "runtime/cleanup.h"
 #include "runtime/isa.h"
 #include "runtime/parallel_jobs.h"
+#include "runtime/process.h"
 #include "runtime/shared_library.h"
 #include "runtime/text_file.h"
 #include "te/error.h"
@@ -43,6 +42,10 @@ std::vector<std::string> default_compile_flags() {
   flags.insert(flags.end(), isa.compile_flags.begin(), isa.compile_flags.end());
   flags.insert(flags.end(), {"-fPIC", "-shared", "-std=gnu11"});
   return flags;
+}
+
+double compiler_cpu_limit(double timeout_s) {
+  return timeout_s > 0 ? 2 * timeout_s : 0;
 }
 
 std::vector<std::string> compiler_environment(const std::string& scratch_dir) {
@@ -76,63 +79,31 @@ class TempDir {
 // involved, so paths and flags need no quoting. Throws unless the process exits with status 0.
 void run_compiler(const std::vector<std::string>& argv, const std::string& log_path,
                   const CompileOptions& opts) {
-  int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw_error("cannot create {}: {}", log_path, std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, fd, 2);
-  std::vector<char*> cargv;
-  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
+  SpawnSpec spec;
+  spec.argv = argv;
+  spec.output_path = log_path;
   // Its temporary files go to the folder of its log, which tessera removes.
-  std::vector<std::string> env_text =
-      compiler_environment(std::filesystem::path(log_path).parent_path().string());
-  std::vector<char*> env;
-  for (std::string& e : env_text) env.push_back(e.data());
-  env.push_back(nullptr);
-  // Its own process group, so that a kill reaches the cc1 and ld the driver runs, not only it.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = 0;
-  int err = posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(), env.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fd);
-  if (err != 0) throw_error("cannot run the C compiler '{}': {}", argv[0], std::strerror(err));
-  track_child(pid);
-  struct Reaped {
-    pid_t pid;
-    ~Reaped() { untrack_child(pid); }
-  } reaped{pid};
+  spec.env = compiler_environment(std::filesystem::path(log_path).parent_path().string());
   // The limits of the tuner's builders, for every other compile (run, measure, graph kernels, a
   // model library): a strategy that unrolls 128^3 statements grew the compiler to 7 GB with no
-  // end. Set from outside (prlimit on the child), as posix_spawn takes no limits.
-  const auto memory_bytes = static_cast<rlim_t>(opts.memory_limit_bytes);
-  const rlimit memory{memory_bytes, memory_bytes};
-  if (memory_bytes > 0) prlimit(pid, RLIMIT_AS, &memory, nullptr);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(opts.timeout_s);
-  int status = 0;
-  for (;;) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR)
-      throw_error("waiting for the C compiler failed: {}", std::strerror(errno));
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(-pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      throw CompilerLimitError(
-          fmt::format("the C compiler ran past {:g} s and was killed (a kernel too large to "
-                      "compile: too much unrolling?)",
-                      opts.timeout_s));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // end.
+  spec.memory_limit_bytes = opts.memory_limit_bytes;
+  spec.cpu_limit_s = compiler_cpu_limit(opts.timeout_s);
+  pid_t pid = 0;
+  try {
+    pid = spawn_process(spec);
+  } catch (const Error& e) {
+    throw_error("cannot run the C compiler: {}", e.what());
   }
+  std::optional<int> waited = wait_process(pid, opts.timeout_s);
+  if (!waited) {
+    kill_group(pid);  // its own process group: the cc1 and ld the driver runs, not only it
+    throw CompilerLimitError(
+        fmt::format("the C compiler ran past {:g} s and was killed (a kernel too large to "
+                    "compile: too much unrolling?)",
+                    opts.timeout_s));
+  }
+  const int status = *waited;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   const std::string log = read_text_file(log_path);
   if (log.find("out of memory") != std::string::npos ||
@@ -141,9 +112,8 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& log_p
         "the C compiler ran out of its {:g} GiB of memory (a kernel too large to compile: too much "
         "unrolling?)",
         static_cast<double>(opts.memory_limit_bytes) / (1 << 30)));
-  std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
-                                      : fmt::format("signal {}", WTERMSIG(status));
-  throw_error("C compiler '{}' failed ({}):\n{}", argv[0], how, first_lines(log, 20));
+  throw_error("C compiler '{}' failed ({}):\n{}", argv[0], describe_wait_status(status),
+              first_lines(log, 20));
 }
 
 std::vector<std::string> compiler_command(const CompileOptions& opts, bool keep_shared) {

@@ -32,6 +32,11 @@ std::vector<std::string> default_compile_flags();
 /// $TMPDIR.
 std::vector<std::string> compiler_environment(const std::string& scratch_dir);
 
+/// The CPU seconds each process of a compile may use, for a compile of `timeout_s` wall seconds:
+/// its time limit, again (a compiler's cc1 runs on one core). tessera kills a compile at its
+/// time limit; this bounds one that outlives a tessera killed with SIGKILL.
+double compiler_cpu_limit(double timeout_s);
+
 /// The C compiler stopped at its time or memory limit: the kernel asked too much of it (a
 /// strategy's unrolling), not a tessera bug.
 class CompilerLimitError : public Error {

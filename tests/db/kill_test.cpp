@@ -16,7 +16,7 @@
 #include "db/record_db.h"
 #include "db/sqlite.h"
 #include "db_test_util.h"
-#include "measure/process.h"
+#include "runtime/process.h"
 
 extern char** environ;
 

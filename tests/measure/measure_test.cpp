@@ -15,7 +15,7 @@
 #include <set>
 #include <string>
 
-#include "measure/process.h"
+#include "runtime/process.h"
 
 namespace tessera {
 namespace {

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "runtime/module.h"
 #include "runtime/ndarray.h"
@@ -100,6 +103,38 @@ TEST(RuntimeModule, CompilerPastItsTimeIsKilled) {
   } catch (const CompilerLimitError& e) {
     EXPECT_NE(std::string(e.what()).find("ran past 0.5 s"), std::string::npos) << e.what();
   }
+}
+
+// Every process of a compile runs under a CPU-time limit (twice its wall-time limit), so that
+// one left behind (its tessera killed with SIGKILL, which leaves no one to kill the compiler's
+// group) still ends: here a stand-in compiler leaves a busy loop running and exits. (The limits
+// are set just after the start, as a real driver is still reading its arguments: the stand-in
+// waits that long.)
+TEST(RuntimeModule, ACompilersLeftoverProcessEndsAtItsCpuLimit) {
+  const std::string pid_file = ::testing::TempDir() + "/tessera-leftover.pid";
+  std::filesystem::remove(pid_file);
+  CompileOptions opts;
+  opts.compiler =
+      fake_compiler("tessera-leaving-cc",
+                    "sleep 0.1\nsh -c 'while :; do :; done' &\necho $! > " + pid_file + "\nexit 1");
+  opts.timeout_s = 0.5;
+  EXPECT_THROW(Module::compile(kAddKernel, opts), Error);
+  int pid = 0;
+  std::ifstream(pid_file) >> pid;
+  ASSERT_GT(pid, 0);
+  // Gone, or a zombie its new parent has not reaped yet.
+  auto running = [pid] {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    size_t paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (running() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(running()) << "the busy loop outlived 1 s of CPU time";
+  if (running()) ::kill(pid, SIGKILL);
 }
 
 TEST(RuntimeModule, CompilerOutOfMemoryIsALimitNotABuildFailure) {

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "db/record_db.h"
-#include "measure/process.h"
+#include "runtime/process.h"
 #include "te/error.h"
 
 namespace tessera {

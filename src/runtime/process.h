@@ -1,9 +1,11 @@
-/// Child processes without fork(): posix_spawn with file actions, waits with a deadline, kills
-/// that reach the whole process group, and exit statuses in words.
+/// Child processes without fork(): posix_spawn with file actions and resource limits, waits with
+/// a deadline, kills that reach the whole process group, and exit statuses in words. The C
+/// compilers (runtime/module.h, the tuner's builders) and the measurement workers run through it.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,10 +26,19 @@ struct SpawnSpec {
   std::string output_path;
   /// The child leads a new process group, so kill_group() also reaches its children.
   bool new_process_group = true;
+  /// Address space (RLIMIT_AS) of the child, and of what it starts after the limit is set; 0:
+  /// ours.
+  int64_t memory_limit_bytes = 0;
+  /// CPU seconds (RLIMIT_CPU) of the child and of each process it starts; 0: ours. The bound on a
+  /// compiler whose tessera was killed with SIGKILL, which no kill of its group can reach then.
+  double cpu_limit_s = 0;
 };
 
 /// Starts the process; throws tessera::Error when it cannot be started. Signal mask and the
 /// dispositions of SIGPIPE, SIGINT, SIGTERM and SIGCHLD are reset to the defaults in the child.
+/// The limits are set from outside right after the start (posix_spawn takes none): a compiler
+/// driver is still parsing its arguments then, far from starting cc1; a child that starts
+/// processes within microseconds of its own start could pass them on unlimited.
 pid_t spawn_process(const SpawnSpec& spec);
 
 /// Waits for `pid` to exit for at most timeout_s seconds (<= 0: no limit). Returns the wait

@@ -1,13 +1,15 @@
-#include "measure/process.h"
+#include "runtime/process.h"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -69,6 +71,17 @@ pid_t spawn_process(const SpawnSpec& spec) {
   if (out_fd >= 0) ::close(out_fd);
   if (err != 0) throw_error("cannot run '{}': {}", spec.argv[0], std::strerror(err));
   track_child(pid);
+  if (spec.memory_limit_bytes > 0) {
+    const auto bytes = static_cast<rlim_t>(spec.memory_limit_bytes);
+    const rlimit memory{bytes, bytes};
+    prlimit(pid, RLIMIT_AS, &memory, nullptr);
+  }
+  if (spec.cpu_limit_s > 0) {
+    // SIGXCPU at the soft limit, SIGKILL a second later for a process that catches it.
+    const auto seconds = static_cast<rlim_t>(std::ceil(spec.cpu_limit_s));
+    const rlimit cpu{seconds, seconds + 1};
+    prlimit(pid, RLIMIT_CPU, &cpu, nullptr);
+  }
   return pid;
 }
 
