@@ -11,6 +11,7 @@
 #include "bench/openblas_env.h"
 #include "cli/compile_command.h"
 #include "cli/db_command.h"
+#include "cli/pretrain_command.h"
 #include "cli/print_error.h"
 #include "cli/run_model_command.h"
 #include "cli/tune_all_command.h"
@@ -217,16 +218,21 @@ int main(int argc, char** argv) {
   TuneAllCommand tune_all_cmd = add_tune_all_command(app);
   RunModelCommand run_model_cmd = add_run_model_command(app);
   CompileCommand compile_cmd = add_compile_command(app);
+  PretrainCommand pretrain_cmd = add_pretrain_command(app);
 
-  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "run" &&
-      std::string(argv[1]) != "ops" && std::string(argv[1]) != "db" &&
-      std::string(argv[1]) != "measure" && std::string(argv[1]) != "tune" &&
-      std::string(argv[1]) != "tune-all" && std::string(argv[1]) != "bench" &&
-      std::string(argv[1]) != "run-model" && std::string(argv[1]) != "compile") {
-    print_error(std::string("unknown command '") + argv[1] +
-                "' (commands: run, run-model, compile, ops, tune, tune-all, bench, db, measure; "
-                "see --help)");
-    return 2;
+  // CLI11 would take an unknown first word for an extra argument: name the commands instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names.push_back(sub->get_name());
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      print_error(fmt::format("unknown command '{}' (commands: {}; see --help)", argv[1],
+                              fmt::join(names, ", ")));
+      return 2;
+    }
   }
   // The library baselines of `tessera bench` run at their best (and only there).
   if (argc > 1 && std::string(argv[1]) == "bench") bench::use_openblas_at_its_best(argv);
@@ -248,6 +254,7 @@ int main(int argc, char** argv) {
     if (std::optional<int> code = run_tune_all_command(tune_all_cmd)) return *code;
     if (std::optional<int> code = run_run_model_command(run_model_cmd)) return *code;
     if (std::optional<int> code = run_compile_command(compile_cmd)) return *code;
+    if (std::optional<int> code = run_pretrain_command(pretrain_cmd)) return *code;
     if (std::optional<int> code = run_db_commands(*db_commands)) return *code;
     return ops_command(graph_ops);
   } catch (const std::filesystem::filesystem_error& e) {

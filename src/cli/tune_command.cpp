@@ -31,8 +31,9 @@ std::string clock_text(double s) {
 
 std::string transfer_text(const TransferInfo& t) {
   if (!t.used) return "transfer off";
-  return fmt::format("transfer on (global model: {} record{}, {} workload{})", t.records,
-                     t.records == 1 ? "" : "s", t.workloads, t.workloads == 1 ? "" : "s");
+  return fmt::format("transfer on ({} model: {} record{}, {} workload{})",
+                     t.pretrained ? "pretrained" : "global", t.records, t.records == 1 ? "" : "s",
+                     t.workloads, t.workloads == 1 ? "" : "s");
 }
 
 nlohmann::json transfer_json(const TransferInfo& t) {
@@ -43,6 +44,7 @@ nlohmann::json transfer_json(const TransferInfo& t) {
   j["rebuilt"] = t.rebuilt;
   j["model"] = t.model_path;
   j["seconds"] = t.seconds;
+  j["pretrained"] = t.pretrained;
   if (!t.used) j["reason"] = t.reason;
   return j;
 }
@@ -305,6 +307,9 @@ TuneCommands add_tune_commands(CLI::App& app) {
                    "Transfer learning from the DB's other workloads: on, off, or auto (on when "
                    "the DB holds records of other workloads for this machine)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
+  c.tune->add_option("--pretrained", t.params.pretrained,
+                     "A pretrained cost model (tessera pretrain) to transfer from, in place of "
+                     "the DB's records of other workloads");
   c.tune
       ->add_option("--transfer-n0", t.params.transfer_n0,
                    "Local records at which the global model's weight has halved: w = 1 / (1 + "

@@ -279,14 +279,20 @@ std::vector<float> XGBoostModel::predict(const std::vector<std::vector<float>>& 
   return predict_flat(flat.data(), x.size(), cols);
 }
 
-void XGBoostModel::save(const std::string& path) const {
-  if (!booster_) throw_error("cost model: cannot save {}: the model is not fitted", path);
+std::string XGBoostModel::to_json() const {
+  if (!booster_) throw_error("cost model: nothing to save: the model is not fitted");
   bst_ulong len = 0;
   const char* buf = nullptr;
   check(XGBoosterSaveModelToBuffer(booster_.get(), R"({"format": "json"})", &len, &buf),
         "XGBoosterSaveModelToBuffer");
+  return std::string(buf, len);
+}
+
+void XGBoostModel::save(const std::string& path) const {
+  if (!booster_) throw_error("cost model: cannot save {}: the model is not fitted", path);
+  const std::string bytes = to_json();
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(buf, static_cast<std::streamsize>(len));
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
   if (!out) throw_error("cost model: cannot write {}", path);
 }
@@ -295,12 +301,19 @@ void XGBoostModel::load(const std::string& path) {
   require_regular_file(path, "cost model");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error("cost model: cannot read {}", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  load_bytes(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()),
+             path);
+}
+
+void XGBoostModel::load_bytes(const std::string& bytes, const std::string& source) {
   BoosterHandle raw = nullptr;
   check(XGBoosterCreate(nullptr, 0, &raw), "XGBoosterCreate");
   BoosterPtr booster(raw);
-  check(XGBoosterLoadModelFromBuffer(raw, bytes.data(), bytes.size()),
-        "XGBoosterLoadModelFromBuffer");
+  if (XGBoosterLoadModelFromBuffer(raw, bytes.data(), bytes.size()) != 0) {
+    std::string why = XGBGetLastError();
+    throw_error("cost model: {} holds no XGBoost model ({})", source,
+                why.substr(0, why.find('\n')));
+  }
   bst_ulong features = 0;
   check(XGBoosterGetNumFeature(raw, &features), "XGBoosterGetNumFeature");
   int rounds = 0;

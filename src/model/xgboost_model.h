@@ -101,6 +101,10 @@ class XGBoostModel : public CostModel {
   void save(const std::string& path) const;
   /// Replaces this model by the booster in `path`.
   void load(const std::string& path);
+  /// The booster as XGBoost JSON text; throws tessera::Error if unfitted.
+  std::string to_json() const;
+  /// Replaces this model by the booster in `bytes` (XGBoost JSON); `source` names them in errors.
+  void load_bytes(const std::string& bytes, const std::string& source);
 
  private:
   struct BoosterDeleter {

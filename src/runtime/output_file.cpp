@@ -33,6 +33,7 @@ FileKind file_kind(const std::string& path) {
              4))
     return FileKind::kSharedLibrary;
   if (starts("\x93NUMPY", 6)) return FileKind::kNpy;
+  if (starts("{\"format\":\"tesse", 16)) return FileKind::kCostModel;
   if (head[0] == '{') return FileKind::kJsonl;
   return FileKind::kOther;
 }
@@ -53,6 +54,8 @@ const char* file_kind_name(FileKind kind) {
       return "a .npy array";
     case FileKind::kJsonl:
       return "JSON lines";
+    case FileKind::kCostModel:
+      return "a tessera cost model";
     case FileKind::kOther:
       return "a file of another kind";
   }

@@ -19,6 +19,7 @@ enum class FileKind {
   kSharedLibrary,
   kNpy,
   kJsonl,
+  kCostModel,  // `tessera pretrain`'s JSON: {"format":"tessera-cost-model", ...
   kOther
 };
 

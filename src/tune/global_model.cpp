@@ -10,6 +10,7 @@
 #include "feature/feature.h"
 #include "measure/hash.h"
 #include "ops/templates.h"
+#include "runtime/output_file.h"
 #include "runtime/text_file.h"
 #include "schedule/strategy_parser.h"
 #include "te/error.h"
@@ -18,6 +19,8 @@ namespace tessera {
 
 namespace {
 constexpr int kStampVersion = 1;
+constexpr const char* kPretrainedFormat = "tessera-cost-model";
+constexpr int kPretrainedVersion = 1;
 
 std::string objective_suffix(XGBoostParams::Objective objective) {
   return objective == XGBoostParams::Objective::kRank ? "" : "-reg";
@@ -241,7 +244,73 @@ bool GlobalModel::try_load(const std::string& stamp_text, const WarnFn& warn) {
   }
 }
 
+void GlobalModel::fit(const std::vector<Record>& records, const std::string& target_key) {
+  target_key_ = target_key;
+  rebuild(records);
+}
+
+void GlobalModel::save_pretrained(const std::string& path) const {
+  if (!model_) throw_error("no cost model to save: no usable records");
+  // In this order (the format first), so that file_kind() knows the file by its first bytes.
+  nlohmann::ordered_json j;
+  j["format"] = kPretrainedFormat;
+  j["version"] = kPretrainedVersion;
+  j["target"] = target_key_;
+  j["features"] = features_;
+  j["objective"] = objective_name(objective_);
+  j["rows"] = rows_;
+  j["workloads"] = workloads_;
+  j["model"] = nlohmann::ordered_json::parse(model_->to_json());
+  write_file_atomically(path, [&](std::ostream& out) { out << j.dump() << "\n"; });
+}
+
+std::shared_ptr<GlobalModel> GlobalModel::load_pretrained(const std::string& path, uint64_t seed) {
+  require_regular_file(path, "pretrained cost model");
+  nlohmann::json j =
+      nlohmann::json::parse(read_text_file(path), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != kPretrainedFormat)
+    throw_error("{} is not a tessera cost model (write one with tessera pretrain)", path);
+  if (j.value("version", 0) != kPretrainedVersion)
+    throw_error("{}: cost model version {} (this tessera reads {})", path, j.value("version", 0),
+                kPretrainedVersion);
+  try {
+    const std::string features = j.at("features").get<std::string>();
+    if (features != "relation" && features != "context")
+      throw_error("trained on {} features (relation or context)", features);
+    const std::string objective = j.at("objective").get<std::string>();
+    if (objective != objective_name(XGBoostParams::Objective::kRank) &&
+        objective != objective_name(XGBoostParams::Objective::kRegression))
+      throw_error("unknown objective '{}'", objective);
+    auto kind = objective == objective_name(XGBoostParams::Objective::kRank)
+                    ? XGBoostParams::Objective::kRank
+                    : XGBoostParams::Objective::kRegression;
+    auto g = std::make_shared<GlobalModel>(path, features, kind, "", seed);
+    XGBoostParams params;
+    params.objective = kind;
+    params.seed = seed;
+    auto model = std::make_shared<XGBoostModel>(params);
+    model->load_bytes(j.at("model").dump(), path);
+    const size_t expected =
+        feature_length(features == "relation" ? FeatureKind::kRelation : FeatureKind::kContext);
+    if (model->num_features() != expected)
+      throw_error("trained on rows of {} features, this tessera extracts {}", model->num_features(),
+                  expected);
+    g->model_ = std::move(model);
+    g->target_key_ = j.at("target").get<std::string>();
+    g->rows_ = j.at("rows").get<size_t>();
+    g->workloads_ = j.at("workloads").get<std::set<std::string>>();
+    g->pretrained_ = true;
+    g->synced_ = true;
+    return g;
+  } catch (const nlohmann::json::exception& e) {
+    throw_error("{}: a damaged cost model ({})", path, one_line(e.what()));
+  } catch (const Error& e) {
+    throw_error("{}: {}", path, one_line(e.what()));
+  }
+}
+
 bool GlobalModel::refresh(RecordDb& db, const std::string& target_key, const WarnFn& warn) {
+  if (pretrained_) return false;  // trained once, elsewhere: the DB does not change it
   RecordQuery q;
   q.target_key = target_key;
   std::vector<Record> records = db.records(q);

@@ -59,6 +59,21 @@ class GlobalModel {
   /// Whether the last refresh refitted (rather than loaded or kept) the model.
   bool rebuilt() const { return rebuilt_; }
 
+  /// Fits the model on `records` (of one target, any workloads) as a refresh does, keeping no
+  /// file: what `tessera pretrain` trains on the records of several DBs.
+  void fit(const std::vector<Record>& records, const std::string& target_key);
+  /// Writes the fitted model with what it was trained on (target, features, objective,
+  /// workloads) as one JSON file: a pretrained cost model. Throws when nothing was fitted.
+  void save_pretrained(const std::string& path) const;
+  /// A model save_pretrained wrote, used instead of a DB's global model (refresh() leaves it as
+  /// it is). Throws tessera::Error naming the file when it is not one, or was trained on
+  /// knob features or on feature rows of another length than this tessera extracts.
+  static std::shared_ptr<GlobalModel> load_pretrained(const std::string& path, uint64_t seed = 0);
+  bool pretrained() const { return pretrained_; }
+  const std::string& target_key() const { return target_key_; }
+  const std::string& features() const { return features_; }
+  XGBoostParams::Objective objective() const { return objective_; }
+
  private:
   struct Row {
     std::string workload;
@@ -85,6 +100,7 @@ class GlobalModel {
   size_t rows_ = 0;
   std::set<std::string> workloads_;
   bool rebuilt_ = false;
+  bool pretrained_ = false;
   std::unordered_map<std::string, std::optional<std::vector<float>>> cache_;  // by Record::key()
   std::unordered_map<std::string, std::shared_ptr<WorkloadInfo>> workload_info_;
 };

@@ -200,13 +200,53 @@ int TuneSession::step(int n) {
   return static_cast<int>(batch.size());
 }
 
+std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params,
+                                                 const std::string& target_key,
+                                                 const WarnFn& warn) {
+  if (params.transfer == "off")
+    throw_error("--pretrained and --transfer off contradict each other");
+  if (params.tuner != "xgb" && params.tuner != "xgb-reg")
+    throw_error("--pretrained needs a model tuner (xgb, xgb-reg), not {}", params.tuner);
+  std::shared_ptr<GlobalModel> g = GlobalModel::load_pretrained(params.pretrained, params.seed);
+  if (g->features() != params.features)
+    throw_error("{} was trained on {} features: tune with --features {}", params.pretrained,
+                g->features(), g->features());
+  const auto objective = params.tuner == "xgb" ? XGBoostParams::Objective::kRank
+                                               : XGBoostParams::Objective::kRegression;
+  if (g->objective() != objective)
+    throw_error("{} was trained for the {} tuner, not {}", params.pretrained,
+                g->objective() == XGBoostParams::Objective::kRank ? "xgb" : "xgb-reg",
+                params.tuner);
+  if (warn && g->target_key() != target_key)
+    warn(fmt::format("{} was trained on another machine ({}); this one is {}", params.pretrained,
+                     g->target_key(), target_key));
+  return g;
+}
+
+TransferInfo pretrained_info(const GlobalModel& g, const std::string& path) {
+  TransferInfo info;
+  info.used = true;
+  info.pretrained = true;
+  info.records = g.records();
+  info.workloads = g.workloads().size();
+  info.model_path = path;
+  return info;
+}
+
 std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const TuneParams& params,
-                                              const std::string& db_path, RecordDb& db,
+                                              const std::string& db_path, RecordDb* db,
                                               const std::string& target_key, const WarnFn& warn,
                                               TransferInfo* info) {
   *info = TransferInfo{};
   if (params.transfer != "on" && params.transfer != "off" && params.transfer != "auto")
     throw_error("--transfer must be on, off or auto, not '{}'", params.transfer);
+  if (!params.pretrained.empty()) {
+    double start = now_s();
+    std::shared_ptr<GlobalModel> g = load_pretrained_for(params, target_key, warn);
+    *info = pretrained_info(*g, params.pretrained);
+    info->seconds = now_s() - start;
+    return g;
+  }
   if (params.transfer == "off") {
     info->reason = "--transfer off";
     return nullptr;
@@ -217,12 +257,17 @@ std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const
     info->reason = "the " + params.tuner + " tuner has no cost model";
     return nullptr;
   }
+  if (!db) {
+    info->reason = "no records DB";
+    if (params.transfer == "on") throw_error("--transfer on needs a records DB");
+    return nullptr;
+  }
   if (params.transfer == "auto") {
     // Nothing to transfer from without another workload: no global model to fit or save.
     RecordQuery q;
     q.target_key = target_key;
     bool others = false;
-    for (const Record& r : db.records(q)) others |= r.result.workload != workload;
+    for (const Record& r : db->records(q)) others |= r.result.workload != workload;
     if (!others) {
       info->reason = "no records of other workloads in the DB for this target";
       return nullptr;
@@ -235,7 +280,7 @@ std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const
   auto global =
       std::make_shared<GlobalModel>(db_path, params.features, objective, layout, params.seed);
   double start = now_s();
-  global->refresh(db, target_key, warn);
+  global->refresh(*db, target_key, warn);
   info->seconds = now_s() - start;
   info->records = global->records();
   info->workloads = global->workloads().size();
@@ -276,13 +321,8 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
 
   TransferInfo info;
   std::shared_ptr<GlobalModel> global;
-  if (db) {
-    global = prepare_transfer(workload.text(), params, db_path, *db, measurer.target().key(), say,
-                              &info);
-  } else {
-    info.reason = "no records DB";
-    if (params.transfer == "on") throw_error("--transfer on needs a records DB");
-  }
+  global = prepare_transfer(workload.text(), params, db_path, db ? &*db : nullptr,
+                            measurer.target().key(), say, &info);
   TuneSession session(workload.text(), params, measurer, db ? &*db : nullptr, global != nullptr);
   if (global) session.set_global(global->model(), info);
   TuneResult result = session.result();

@@ -20,13 +20,14 @@ namespace tessera {
 
 /// What the run knows from other workloads (tune/global_model.h).
 struct TransferInfo {
-  bool used = false;       // the cost model is f_global + f_local
-  size_t records = 0;      // records the global model was trained on
-  size_t workloads = 0;    // their workloads
-  bool rebuilt = false;    // the global model was refitted (not loaded) for this run
-  std::string model_path;  // where it is saved
-  double seconds = 0;      // spent loading or refitting it (features of the records included)
-  std::string reason;      // why transfer is off, when it is
+  bool used = false;        // the cost model is f_global + f_local
+  size_t records = 0;       // records the global model was trained on
+  size_t workloads = 0;     // their workloads
+  bool rebuilt = false;     // the global model was refitted (not loaded) for this run
+  std::string model_path;   // where it is saved
+  double seconds = 0;       // spent loading or refitting it (features of the records included)
+  std::string reason;       // why transfer is off, when it is
+  bool pretrained = false;  // the global model is a pretrained one (--pretrained), not the DB's
 };
 
 struct TuneProgress {
@@ -127,13 +128,21 @@ class TuneSession {
 };
 
 /// Decides on and prepares transfer for tuning `workload` (canonical text) with `params`:
-/// the DB's global model for the features and objective, refreshed; whether to use it
-/// (params.transfer: on, off, auto = when it knows other workloads). Null when not used, with
-/// the reason in `info`. Throws tessera::Error for --transfer on with a tuner without a model.
+/// the pretrained model of params.pretrained when given, else the DB's global model for the
+/// features and objective, refreshed; whether to use it (params.transfer: on, off, auto = when
+/// it knows other workloads). Null when not used, with the reason in `info`. Throws
+/// tessera::Error for --transfer on with a tuner without a model or without a DB, and for a
+/// pretrained model that cannot be used (its file, features or tuner).
 std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const TuneParams& params,
-                                              const std::string& db_path, RecordDb& db,
+                                              const std::string& db_path, RecordDb* db,
                                               const std::string& target_key, const WarnFn& warn,
                                               TransferInfo* info);
+/// The pretrained model of params.pretrained, checked against the tuner and features; `warn`
+/// hears when it was trained on another machine.
+std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params,
+                                                 const std::string& target_key, const WarnFn& warn);
+/// What tune and tune-all report of a pretrained model in use.
+TransferInfo pretrained_info(const GlobalModel& g, const std::string& path);
 
 /// Tunes `workload` for `params.trials` trials. With a non-empty `db_path`, records of the same
 /// workload and machine are loaded first (the run resumes from them), every batch is appended as

@@ -108,6 +108,11 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   Measurer measurer(measure_params);
   RecordDb db = RecordDb::open(db_path, RecordDb::Mode::kReadWrite);
   std::string target_key = measurer.target().key();
+  // A pretrained model stands in for the DB's global model of every task; the tasks' own
+  // records refine it through their local models.
+  std::shared_ptr<GlobalModel> pretrained;
+  if (!tp.pretrained.empty()) pretrained = load_pretrained_for(tp, target_key, say);
+  if (pretrained) transfer = true;
 
   TuneAllResult result;
   std::vector<std::unique_ptr<TuneSession>> sessions;
@@ -131,6 +136,14 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   auto objective =
       tp.tuner == "xgb" ? XGBoostParams::Objective::kRank : XGBoostParams::Objective::kRegression;
   auto refresh_global = [&](TuneSession& s) {
+    if (pretrained) {
+      if (s.global() != pretrained->model().get()) {
+        TransferInfo info = pretrained_info(*pretrained, tp.pretrained);
+        s.set_global(pretrained->model(), info);
+        result.transfer = info;
+      }
+      return;
+    }
     std::string layout = tp.features == "knob" ? knob_layout(s.space()) : "";
     auto& g = globals[layout];
     if (!g) g = std::make_unique<GlobalModel>(db_path, tp.features, objective, layout, tp.seed);

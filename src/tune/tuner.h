@@ -31,6 +31,9 @@ struct TuneParams {
   /// Transfer learning from the DB's records of other workloads (tune/global_model.h): "on",
   /// "off", or "auto" (on when the DB holds records of other workloads for this target).
   std::string transfer = "auto";
+  /// A pretrained cost model (`tessera pretrain`) to transfer from instead of the DB's records;
+  /// empty: none.
+  std::string pretrained;
   /// n0 of the global weight w = 1 / (1 + n_local / n0) (model/transfer_model.h).
   double transfer_n0 = 64;
   /// Extra random share of a batch while the global model dominates: epsilon + this * w. The

@@ -162,3 +162,57 @@ TEST(CliTuneAll, ShortRunPrintsEveryTaskAndTheTransfer) {
 }
 
 }  // namespace
+
+namespace {
+
+// tessera pretrain learns from the records of two DBs; tune (no DB of its own) and tune-all start
+// from the file and say so; what cannot be used is refused in one line.
+TEST(CliPretrain, TrainsOnSeveralDbsAndTuningStartsFromIt) {
+  const std::string a = temp_path("pre_a.db"), b = temp_path("pre_b.db");
+  const std::string model = temp_path("pre_model.json"), list = temp_path("pre_list.txt");
+  ASSERT_EQ(
+      run_cli("tune matmul:M=16,N=16,K=16 --trials 4 --batch 2 --threads 1 --db " + a).exit_code,
+      0);
+  ASSERT_EQ(
+      run_cli("tune matmul:M=32,N=16,K=16 --trials 4 --batch 2 --threads 1 --db " + b).exit_code,
+      0);
+  auto p = run_cli("pretrain --db " + a + " --db " + b + " -o " + model);
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("8 records of 2 workloads"), std::string::npos) << p.out;
+
+  auto t =
+      run_cli("tune matmul:M=16,N=32,K=16 --trials 2 --batch 2 --threads 1 --pretrained " + model);
+  EXPECT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("transfer on (pretrained model: 8 records, 2 workloads)"), std::string::npos)
+      << t.out;
+  std::ofstream(list) << "one matmul:M=16,N=32,K=16\n";
+  auto all = run_cli("tune-all " + list + " --trials 2 --batch 2 --threads 1 --db " + a +
+                     " --pretrained " + model + " --json");
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  nlohmann::json j = nlohmann::json::parse(all.out.substr(all.out.find("\n{\n") + 1));
+  EXPECT_TRUE(j["transfer"]["pretrained"].get<bool>()) << j["transfer"].dump();
+  EXPECT_EQ(j["transfer"]["records"], 8);
+
+  const std::pair<std::string, std::string> cases[] = {
+      {"pretrain --db " + a + " -o " + a, "over an input of this command"},
+      {"pretrain -o " + model, "--db is required"},
+      {"pretrain --db /nonexistent/x.db -o " + model + ".2", "no such records database"},
+      {"tune matmul:M=4,N=4,K=4 --trials 1 --pretrained " + a, "is not a tessera cost model"},
+      {"tune matmul:M=4,N=4,K=4 --trials 1 --pretrained " + model + " --features context",
+       "trained on relation features"},
+      {"tune matmul:M=4,N=4,K=4 --trials 1 --pretrained " + model + " --tuner xgb-reg",
+       "trained for the xgb tuner"},
+      {"tune matmul:M=4,N=4,K=4 --trials 1 --pretrained " + model + " --transfer off",
+       "contradict"},
+  };
+  for (const auto& [args, message] : cases) {
+    SCOPED_TRACE(args);
+    auto o = run_cli(args);
+    EXPECT_EQ(o.exit_code, 2) << o.out;
+    EXPECT_EQ(line_count(o.out), 1) << o.out;
+    EXPECT_NE(o.out.find(message), std::string::npos) << o.out;
+  }
+  for (const std::string& f : {a, b, model, list}) std::filesystem::remove(f);
+}
+
+}  // namespace

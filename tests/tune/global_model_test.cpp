@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "runtime/output_file.h"
 #include "tune/tune.h"
 #include "tune_test_util.h"
 
@@ -82,6 +83,57 @@ TEST(GlobalModel, SavedModelReloadsAndPredictsIdenticallyAndRefitsWhenTheDbGrows
   EXPECT_EQ(other.records(), 0u);
 }
 
+// A pretrained model (tessera pretrain): fitted on records of several DBs, written as one file
+// that says what it was trained on, read back predicting exactly as fitted, and not changed by a
+// DB's refresh; files that are not one are refused by name.
+TEST(GlobalModel, PretrainedModelRoundTripsAndIgnoresTheDb) {
+  TempDb tmp("global_pretrained");
+  RecordDb db = RecordDb::open(tmp.path, RecordDb::Mode::kReadWrite);
+  Target target = fake_target();
+  add_synthetic_records(db, target, kA, 40, 1);
+  add_synthetic_records(db, target, kB, 40, 2, 3.0);
+  RecordQuery q;
+  q.target_key = target.key();
+  GlobalModel fitted(tmp.path + ".model", "relation", XGBoostParams::Objective::kRank);
+  fitted.fit(db.records(q), target.key());
+  ASSERT_TRUE(fitted.model());
+  const std::string path = tmp.path + ".cost-model.json";
+  fitted.save_pretrained(path);
+  EXPECT_EQ(file_kind(path), FileKind::kCostModel);
+
+  std::shared_ptr<GlobalModel> loaded = GlobalModel::load_pretrained(path);
+  ASSERT_TRUE(loaded->model());
+  EXPECT_TRUE(loaded->pretrained());
+  EXPECT_EQ(loaded->target_key(), target.key());
+  EXPECT_EQ(loaded->features(), "relation");
+  EXPECT_EQ(loaded->objective(), XGBoostParams::Objective::kRank);
+  EXPECT_EQ(loaded->records(), 80u);
+  EXPECT_EQ(loaded->workloads(), fitted.workloads());
+  std::vector<std::vector<float>> rows = probe_rows();
+  EXPECT_EQ(loaded->model()->predict(rows), fitted.model()->predict(rows));
+  add_synthetic_records(db, target, kC, 20, 3);
+  EXPECT_FALSE(loaded->refresh(db, target.key())) << "a pretrained model is not refitted";
+  EXPECT_EQ(loaded->records(), 80u);
+
+  auto refused = [&](const std::string& text, const std::string& message) {
+    const std::string bad = tmp.path + ".bad.json";
+    { std::ofstream(bad) << text; }
+    try {
+      GlobalModel::load_pretrained(bad);
+      ADD_FAILURE() << "accepted: " << text.substr(0, 60);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  refused("not json", "is not a tessera cost model");
+  refused(R"({"format":"tessera-cost-model","version":7})", "version 7");
+  refused(R"({"format":"tessera-cost-model","version":1,"features":"knob"})", "knob features");
+  refused(R"({"format":"tessera-cost-model","version":1,"features":"relation",)"
+          R"("objective":"rank:pairwise","model":{"learner":1}})",
+          "holds no XGBoost model");
+  EXPECT_THROW(GlobalModel::load_pretrained(tmp.path + ".missing"), Error);
+}
+
 TEST(GlobalModel, ACorruptModelOrStampIsRebuiltWithOneWarningAndNoRecordIsLost) {
   TempDb tmp("global_corrupt");
   RecordDb db = RecordDb::open(tmp.path, RecordDb::Mode::kReadWrite);
@@ -151,9 +203,9 @@ TEST(GlobalModel, KnobFeaturesTransferOnlyBetweenSpacesOfOneLayout) {
   EXPECT_EQ(knob.workloads(), (std::set<std::string>{kA, kB}));
   ASSERT_TRUE(knob.model());
   ConfigSpace matmul_space = space_for(parse_workload(kC));
-  EXPECT_EQ(knob.model()->num_features(),
-            matmul_space.knob_features(Config{std::vector<int>(matmul_space.knobs().size(), 0)})
-                .size());
+  EXPECT_EQ(
+      knob.model()->num_features(),
+      matmul_space.knob_features(Config{std::vector<int>(matmul_space.knobs().size(), 0)}).size());
 
   GlobalModel relation(tmp.path, "relation", XGBoostParams::Objective::kRank);
   relation.refresh(db, target.key());
