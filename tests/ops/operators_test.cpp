@@ -181,6 +181,15 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
        {"split(oc, 4)", wide ? "split(x, 4)" : "split(x, 2)",
         wide ? "unroll(y.inner) ; cache_write" : "unroll(rx)"}},
       {"conv2d_nchwc:N=1,C=32,H=20,W=20,O=64,K=4,S=2,P=0,CB=8", {"split(oc, 2)", "split(x, 3)"}},
+      // A 1x1 window splits a 14-wide row evenly with one column more (AVX2: 7 for 6); a 3x3
+      // one keeps the registers' count.
+      {"conv2d_nchwc:N=1,C=1024,H=14,W=14,O=256,K=1,S=1,P=0,CB=8,BIAS=1,ACT=1", {"split(x, 7)"}},
+      {"conv2d_nchwc:N=1,C=256,H=14,W=14,O=256,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
+       {wide ? "split(x, 7)" : "split(x, 6)"}},
+      // Softmax: each tile of rows in one pass, the row statistics as vectors along the row.
+      {"softmax:M=1536,N=128",
+       {"compute_at(exp_sum, softmax.i.outer)", "rfactor(row_max, row_max.k.inner)",
+        "split(softmax.j, 16)", "parallel(softmax.i.outer)"}},
   };
   for (const auto& [w, wanted] : models) {
     SCOPED_TRACE(w);
