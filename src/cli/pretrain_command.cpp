@@ -23,8 +23,10 @@ int pretrain_command(const PretrainArgs& a) {
   const std::string target = detect_target().key();
   // Every record of this machine's target in every DB, each once (the same record imported into
   // two DBs counts once).
+  // Every DB is read before anything is said, so that a bad one is the command's one line.
   std::vector<Record> records;
   std::set<std::string> seen;
+  std::vector<std::string> counts;
   for (const std::string& path : a.dbs) {
     RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadOnly);
     RecordQuery q;
@@ -35,11 +37,12 @@ int pretrain_command(const PretrainArgs& a) {
       records.push_back(std::move(r));
       ++added;
     }
-    std::cerr << fmt::format("pretrain: {}: {} record{} of this machine\n", path, added,
-                             added == 1 ? "" : "s");
+    counts.push_back(fmt::format("pretrain: {}: {} record{} of this machine\n", path, added,
+                                 added == 1 ? "" : "s"));
   }
   if (records.empty())
     throw_error("no records of this machine ({}) in {}", target, fmt::join(a.dbs, ", "));
+  for (const std::string& line : counts) std::cerr << line;
   const auto objective =
       a.tuner == "xgb" ? XGBoostParams::Objective::kRank : XGBoostParams::Objective::kRegression;
   GlobalModel model(a.output, a.features, objective, "", a.seed);

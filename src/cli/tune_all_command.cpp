@@ -165,7 +165,8 @@ void add_tune_all_options(CLI::App* app, TuneAllArgs& a, bool allow_zero_trials)
       ->check(CLI::IsMember({"on", "off", "auto"}));
   app->add_option("--pretrained", a.params.tune.pretrained,
                   "A pretrained cost model (tessera pretrain) to transfer from, in place of the "
-                  "DB's records of other workloads");
+                  "DB's records of other workloads")
+      ->check(nonempty_path());
   app->add_option("--transfer-n0", a.params.tune.transfer_n0,
                   "Local records at which the global model's weight has halved: w = 1 / (1 + "
                   "n / n0)")

@@ -307,9 +307,11 @@ TuneCommands add_tune_commands(CLI::App& app) {
                    "Transfer learning from the DB's other workloads: on, off, or auto (on when "
                    "the DB holds records of other workloads for this machine)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
-  c.tune->add_option("--pretrained", t.params.pretrained,
-                     "A pretrained cost model (tessera pretrain) to transfer from, in place of "
-                     "the DB's records of other workloads");
+  c.tune
+      ->add_option("--pretrained", t.params.pretrained,
+                   "A pretrained cost model (tessera pretrain) to transfer from, in place of the "
+                   "DB's records of other workloads")
+      ->check(nonempty_path());
   c.tune
       ->add_option("--transfer-n0", t.params.transfer_n0,
                    "Local records at which the global model's weight has halved: w = 1 / (1 + "

@@ -29,7 +29,7 @@ once at the start. Run as root, probes of read-only folders run as `nobody`, and
 replaced one would not destroy the machine's. Endless inputs run under a 4 GiB address-space limit;
 a full disk is RLIMIT_FSIZE with SIGXFSZ ignored.
 
-`--quick` runs a fixed subset (QUICK: 64 probes, seconds) for CI (ctest BadInputsQuick); without
+`--quick` runs a fixed subset (QUICK: 70 probes, seconds) for CI (ctest BadInputsQuick); without
 it all 2,600 or so run (about 12 minutes on 2 cores, most of it FIFO probes waiting out their
 20 s). The exit code is 0 when every probe passed, 1 otherwise (or when a fixture cannot be
 built), 2 on bad usage. Python 3 standard library only.
@@ -346,7 +346,7 @@ class Probe:
 
 
 KNOWN_COMMANDS = ("run", "ops", "db", "measure", "tune", "tune-all", "bench", "run-model",
-                  "compile")
+                  "compile", "pretrain")
 W = "matmul:M=8,N=8,K=8"        # a workload with records in good.db
 W64 = "matmul:M=64,N=64,K=64"  # a workload to schedule by hand
 
@@ -1603,6 +1603,52 @@ def add_signal_probes(b: Builder):
               slow=True, note="SIGTERM after %.1f s" % after)
 
 
+def add_pretrain_probes(b: Builder):
+    # pretrain --db: what is not a records DB (a healthy one with records is good.db)
+    for label, files, path, kw in generic_file_variants(".db"):
+        b.add(f"pretrain/db-file/{label}", ["pretrain", "--db", path, "-o", "m.json"],
+              files=files, **kw)
+    b.add("pretrain/db-file/random-bytes-beside-good", ["pretrain", "--db", "good.db", "--db",
+                                                        "r.db", "-o", "m.json"],
+          files={"good.db": f_copy("good.db"), "r.db": f_bytes(GARBAGE)})
+    b.add("pretrain/no-db", ["pretrain", "-o", "m.json"])
+    b.add("pretrain/no-output", ["pretrain", "--db", "good.db"],
+          files={"good.db": f_copy("good.db")})
+    b.add("pretrain/features/knob", ["pretrain", "--db", "good.db", "-o", "m.json",
+                                     "--features", "knob"], files={"good.db": f_copy("good.db")})
+    b.add("pretrain/plain", ["pretrain", "--db", "good.db", "-o", "m.json"],
+          files={"good.db": f_copy("good.db")}, expect=OK)
+    # pretrain -o
+    inputs = {"good.db": f_copy("good.db")}
+    for label, files, path, expect, kw in output_targets(".json", inputs, "good.jsonl"):
+        b.add(f"pretrain/output/{label}", ["pretrain", "--db", "good.db", "-o", path],
+              files=dict(inputs, **files), expect=expect, **kw)
+    b.add("pretrain/output/existing-cost-model", ["pretrain", "--db", "good.db", "-o", "old.json"],
+          files={"good.db": f_copy("good.db"),
+                 "old.json": f_bytes(b'{"format":"tessera-cost-model","version":1}\n')},
+          expect=OK)
+    b.probes[-1].mutable_db = ["old.json"]
+    b.probes[-1].note = "replacing a cost model with a cost model is allowed"
+    # tune --pretrained FILE: anything but a cost model of this tessera
+    argv = ["tune", W, "--trials", "1", "--retime", "0", "--pretrained"]
+    for label, files, path, kw in generic_file_variants(".json"):
+        b.add(f"tune/pretrained-file/{label}", argv + [path], files=files, **kw)
+    for label, data in [
+            ("records-db", None),
+            ("jsonl-export", None),
+            ("format-only", b'{"format":"tessera-cost-model","version":1}'),
+            ("newer-version", b'{"format":"tessera-cost-model","version":99}'),
+            ("knob-features", b'{"format":"tessera-cost-model","version":1,"features":"knob"}'),
+            ("no-trees", b'{"format":"tessera-cost-model","version":1,"features":"relation",'
+                         b'"objective":"rank:pairwise","target":"x","rows":1,"workloads":[],'
+                         b'"model":{}}'),
+            ("deep-nesting", b'{"format":"tessera-cost-model","version":1,"model":' +
+             b"[" * 100000 + b"]" * 100000 + b"}")]:
+        fixture = {"records-db": f_copy("good.db"), "jsonl-export": f_copy("good.jsonl")}.get(
+            label, f_bytes(data) if data is not None else None)
+        b.add(f"tune/pretrained-file/{label}", argv + ["m.json"], files={"m.json": fixture})
+
+
 def all_probes(fx: Path) -> List[Probe]:
     b = Builder()
     add_cli_probes(b)
@@ -1616,6 +1662,7 @@ def all_probes(fx: Path) -> List[Probe]:
     add_npy_probes(b)
     add_library_probes(b, fx)
     add_task_list_probes(b)
+    add_pretrain_probes(b)
     add_signal_probes(b)
     return b.probes
 
@@ -1652,6 +1699,9 @@ QUICK = [
     r"compile/output/same-as-input$", r"compile/output/dev-full$",
     r"compile/output/other-kind$", r"compile/model/init-dims-wrap-to-0$",
     r"compile -o/model/no-opset$", r"compile/model/library-as-model$", r"compile/trials/-1$",
+    r"pretrain/db-file/random-bytes$", r"pretrain/output/same-as-input$",
+    r"pretrain/output/other-kind$", r"pretrain/output/dev-full$",
+    r"tune/pretrained-file/text$", r"tune/pretrained-file/no-trees$",
 ]
 
 
