@@ -39,6 +39,7 @@
 #include "codegen/codegen_c_emitter.h"
 #include "te/error.h"
 #include "te/expr_functor.h"
+#include "tir/printer.h"
 #include "tir/simplify.h"
 #include "tir/stmt_functor.h"
 #include "tir/structural_equal.h"
@@ -167,25 +168,6 @@ class VectorLoop {
 #undef TESSERA_CASE
       default:
         return {};
-    }
-  }
-
-  static const char* comparison_operator(ExprKind k) {
-    switch (k) {
-      case ExprKind::kEQ:
-        return "==";
-      case ExprKind::kNE:
-        return "!=";
-      case ExprKind::kLT:
-        return "<";
-      case ExprKind::kLE:
-        return "<=";
-      case ExprKind::kGT:
-        return ">";
-      case ExprKind::kGE:
-        return ">=";
-      default:
-        return nullptr;
     }
   }
 
@@ -584,8 +566,8 @@ class VectorLoop {
       const std::string va = em_.fresh_name("cmp_arg"), vb = em_.fresh_name("cmp_arg");
       declare_vector(type, va, value(a));
       declare_vector(type, vb, value(b));
-      em_.line(fmt::format("const {} {} = {} {} {};", itype, mask, va,
-                           comparison_operator(c.kind()), vb));
+      em_.line(
+          fmt::format("const {} {} = {} {} {};", itype, mask, va, expr_infix_symbol(c.kind()), vb));
     }
     return mask;
   }
