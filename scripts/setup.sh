@@ -10,19 +10,20 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler python3-venv
 )
 
-# The onnxruntime comparison test (tests/graph/compare_onnxruntime.py) runs in a virtualenv of
-# its own, .venv at the repository root, with onnx, onnxruntime and numpy from PyPI.
+# The onnxruntime comparison test (tests/graph/compare_onnxruntime.py) and the Python package's
+# tests run in a virtualenv of their own, .venv at the repository root, with onnx, onnxruntime,
+# numpy and pytest from PyPI; the Python module is built with its nanobind.
 setup_venv() {
   local root venv
   root="$(cd "$(dirname "$0")/.." && pwd)"
   venv="$root/.venv"
-  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import onnx, onnxruntime, numpy, nanobind, pytest" 2>/dev/null; then
     return
   fi
-  echo "setup: creating $venv with onnx, onnxruntime, numpy"
+  echo "setup: creating $venv with onnx, onnxruntime, numpy, nanobind, pytest"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q onnx onnxruntime numpy
+  "$venv/bin/pip" install -q onnx onnxruntime numpy nanobind pytest
 }
 
 missing=()

@@ -98,6 +98,8 @@ class Executor {
   /// Output i as a host tensor with the graph's output shape.
   HostTensor output(size_t i) const;
   const float* output_data(size_t i) const { return arrays_[output_slots_.at(i)].data_as<float>(); }
+  /// Output i's shape as the graph gives it (output_data holds it row-major).
+  const std::vector<int64_t>& output_shape(size_t i) const { return output_shapes_.at(i); }
   const std::vector<KernelInfo>& kernels() const { return kernels_; }
   int steps() const { return static_cast<int>(steps_.size()); }
 
