@@ -49,22 +49,35 @@ std::vector<int64_t> shape_of(const Array& a) {
   return shape;
 }
 
-// The kernel reads and writes raw pointers: every array must be exactly its buffer.
-std::vector<void*> argument_pointers(const Kernel& k, const std::vector<Array>& arrays) {
+// The kernel reads and writes raw pointers: every array must be exactly its buffer (no
+// conversion: an output converted to a copy would be written and dropped), and no output may
+// overlap another array.
+std::vector<void*> argument_pointers(const Kernel& k, const nb::args& arrays) {
   std::vector<Buffer> args = k.program.args();
   if (arrays.size() != args.size())
     throw_error("kernel {} takes {} arrays (inputs then outputs), given {}", k.program.name,
                 args.size(), arrays.size());
   std::vector<void*> pointers;
+  std::vector<std::pair<const char*, const char*>> ranges;
   for (size_t i = 0; i < args.size(); ++i) {
     const Buffer& b = args[i];
-    if (shape_of(arrays[i]) != b->shape)
+    Array a;
+    if (!nb::try_cast<Array>(arrays[i], a, /*convert=*/false) ||
+        a.dtype() != dlpack_dtype(b->dtype))
+      throw_error("array {} ({}) must be a C-contiguous {} array", i, b->name,
+                  dtype_name(b->dtype));
+    if (shape_of(a) != b->shape)
       throw_error("array {} ({}) has shape [{}], the kernel's is [{}]", i, b->name,
-                  fmt::join(shape_of(arrays[i]), ", "), fmt::join(b->shape, ", "));
-    if (arrays[i].dtype() != dlpack_dtype(b->dtype))
-      throw_error("array {} ({}) is not {}", i, b->name, dtype_name(b->dtype));
-    pointers.push_back(arrays[i].data());
+                  fmt::join(shape_of(a), ", "), fmt::join(b->shape, ", "));
+    pointers.push_back(a.data());
+    const char* start = static_cast<const char*>(a.data());
+    ranges.emplace_back(start, start + a.nbytes());
   }
+  for (size_t i = k.program.inputs.size(); i < ranges.size(); ++i)
+    for (size_t j = 0; j < ranges.size(); ++j)
+      if (j != i && ranges[i].first < ranges[j].second && ranges[j].first < ranges[i].second)
+        throw_error("array {} ({}) overlaps array {}: a kernel's output must not share memory", i,
+                    args[i]->name, j);
   return pointers;
 }
 
@@ -76,15 +89,15 @@ void bind_kernel(nb::module_& m) {
       .def_ro("source", &Kernel::source, "The generated C.")
       .def(
           "run",
-          [](const Kernel& k, const std::vector<Array>& arrays) {
+          [](const Kernel& k, const nb::args& arrays) {
             std::vector<void*> pointers = argument_pointers(k, arrays);
             nb::gil_scoped_release release;
             k.module->run(pointers);
           },
-          nb::arg("arrays"), "Runs the kernel on its arrays, inputs then outputs, in place.")
+          "Runs the kernel on its arrays, inputs then outputs, in place.")
       .def(
           "time",
-          [](const Kernel& k, const std::vector<Array>& arrays, int repeat, double min_repeat_ms) {
+          [](const Kernel& k, const nb::args& arrays, int repeat, double min_repeat_ms) {
             if (repeat < 1) throw_error("repeat must be at least 1, given {}", repeat);
             std::vector<void*> pointers = argument_pointers(k, arrays);
             nb::gil_scoped_release release;

@@ -12,15 +12,17 @@ from ._tessera.te import Program
 
 
 class Kernel:
-    """A compiled loop program. Call it with its inputs to get new outputs, or with inputs
-    and outputs to write the outputs in place (no copy when they are C-contiguous arrays of
-    the kernel's dtype)."""
+    """A compiled loop program. Call it with its inputs to get new outputs (inputs of another
+    dtype or order are converted), or with inputs and outputs to write the outputs in place:
+    then every array must be C-contiguous, of the kernel's dtype and shape, and no output may
+    overlap another array (nothing is copied)."""
 
     def __init__(self, native: _tessera.Kernel):
         self._native = native
         program = native.program
         self._inputs = [(shape, np.dtype(dtype)) for _, shape, dtype in program.inputs]
         self._outputs = [(shape, np.dtype(dtype)) for _, shape, dtype in program.outputs]
+        self._n_all = len(self._inputs) + len(self._outputs)
 
     @property
     def program(self) -> Program:
@@ -31,39 +33,27 @@ class Kernel:
         """The generated C."""
         return self._native.source
 
-    def _arguments(self, arrays: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        n_in, n_out = len(self._inputs), len(self._outputs)
-        if len(arrays) == n_in:
-            outputs = [np.empty(shape, dtype) for shape, dtype in self._outputs]
-        elif len(arrays) == n_in + n_out:
-            outputs = list(arrays[n_in:])
-            for o, (shape, dtype) in zip(outputs, self._outputs):
-                if not isinstance(o, np.ndarray) or o.dtype != dtype or not o.flags.c_contiguous \
-                        or not o.flags.writeable:
-                    raise Error(f"an output must be a writeable C-contiguous {dtype} array")
-        else:
-            raise Error(f"kernel {self.program.name} takes {n_in} inputs "
-                        f"(and optionally {n_out} outputs), given {len(arrays)} arrays")
+    def _arguments(self, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        if len(arrays) == self._n_all:
+            return tuple(arrays)  # in place: the C++ side checks them and converts nothing
+        if len(arrays) != len(self._inputs):
+            raise Error(f"kernel {self.program.name} takes {len(self._inputs)} inputs "
+                        f"(and optionally {len(self._outputs)} outputs), given {len(arrays)} "
+                        "arrays")
         inputs = [np.ascontiguousarray(a, dtype) for a, (_, dtype) in zip(arrays, self._inputs)]
-        if len(arrays) > n_in:
-            # The generated code assumes its arrays do not overlap.
-            arguments = inputs + outputs
-            for i in range(n_in, len(arguments)):
-                if any(np.may_share_memory(arguments[i], other)
-                       for j, other in enumerate(arguments) if j != i):
-                    raise Error("an output array overlaps another argument")
-        return inputs, outputs
+        return (*inputs, *(np.empty(shape, dtype) for shape, dtype in self._outputs))
 
     def __call__(self, *arrays: np.ndarray):
-        inputs, outputs = self._arguments(arrays)
-        self._native.run(inputs + outputs)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        arguments = self._arguments(arrays)
+        self._native.run(*arguments)
+        outputs = arguments[len(self._inputs):]
+        return outputs[0] if len(outputs) == 1 else outputs
 
     def time(self, *arrays: np.ndarray, repeat: int = 5, min_repeat_ms: float = 100) -> Timing:
         """Seconds per call on these arrays: ``repeat`` repeats of calls back to back, each
         repeat at least ``min_repeat_ms`` long (as ``tessera run`` times)."""
-        inputs, outputs = self._arguments(arrays)
-        return self._native.time(inputs + outputs, repeat, min_repeat_ms)
+        return self._native.time(*self._arguments(arrays), repeat=repeat,
+                                 min_repeat_ms=min_repeat_ms)
 
     def __repr__(self) -> str:
         return f"<Kernel {self.program.name}>"
