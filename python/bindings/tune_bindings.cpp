@@ -73,9 +73,13 @@ MeasureParams measure_params(int threads, const std::string& worker) {
 }
 
 TuneParams tune_params(int trials, const std::string& tuner, uint64_t seed,
-                       const std::string& pretrained) {
+                       const std::string& pretrained, int early_stop = 0, int batch_size = 64) {
   if (trials < 1) throw_error("trials must be at least 1, given {}", trials);
+  if (early_stop < 0) throw_error("early_stop must be 0 (never) or more, given {}", early_stop);
   TuneParams params;
+  if (batch_size < 1) throw_error("batch_size must be at least 1, given {}", batch_size);
+  params.early_stop = early_stop;
+  params.batch_size = batch_size;
   params.trials = trials;
   params.tuner = tuner;
   params.seed = seed;
@@ -104,6 +108,7 @@ void bind_tune(nb::module_& m) {
       .def_ro("seconds", &TuneResult::seconds)
       .def_ro("tuner_seconds", &TuneResult::tuner_seconds)
       .def_ro("measure_seconds", &TuneResult::measure_seconds)
+      .def_ro("stopped_early", &TuneResult::stopped_early)
       .def("__repr__", [](const TuneResult& r) {
         return fmt::format("<TuneResult {}: {} trials, best {:.2f} GFLOP/s>", r.workload, r.trials,
                            r.best_gflops);
@@ -112,16 +117,17 @@ void bind_tune(nb::module_& m) {
   m.def(
       "tune",
       [](const std::string& workload, int trials, const std::string& db, const std::string& tuner,
-         int threads, uint64_t seed, const std::string& pretrained, const std::string& worker,
-         nb::object progress) {
-        TuneParams params = tune_params(trials, tuner, seed, pretrained);
+         int threads, uint64_t seed, const std::string& pretrained, int early_stop, int batch_size,
+         const std::string& worker, nb::object progress) {
+        TuneParams params = tune_params(trials, tuner, seed, pretrained, early_stop, batch_size);
         MeasureParams measure = measure_params(threads, worker);
         auto report = python_progress<TuneProgress>(progress, tune_progress_fields);
         nb::gil_scoped_release release;
         return tune(workload, params, measure, checked_db_path(db), report, warn_python);
       },
       nb::arg("workload"), nb::arg("trials"), nb::arg("db"), nb::arg("tuner"), nb::arg("threads"),
-      nb::arg("seed"), nb::arg("pretrained"), nb::arg("worker"), nb::arg("progress").none());
+      nb::arg("seed"), nb::arg("pretrained"), nb::arg("early_stop"), nb::arg("batch_size"),
+      nb::arg("worker"), nb::arg("progress").none());
 
   m.def(
       "tune_all",

@@ -71,14 +71,18 @@ def _run(progress: Progress, what: str, fn):
 
 
 def tune(workload: str, trials: int = 64, db: str = "tessera.db", *, tuner: str = "xgb",
-         threads: int = 0, seed: int = 0, pretrained: str = "",
-         progress: Progress = True) -> TuneResult:
+         threads: int = 0, seed: int = 0, pretrained: str = "", early_stop: int = 0,
+         batch_size: int = 64, progress: Progress = True) -> TuneResult:
     """Tunes one workload (``"conv2d:N=1,C=64,..."``, see ``tessera ops``) for ``trials``
     measured configurations, appending every trial to the records DB ``db`` and resuming
     from the records it already holds. ``tuner``: xgb, xgb-reg, ga, random or grid.
-    ``progress``: True (a progress bar), False, or a callable taking a dict per batch."""
+    ``batch_size`` configurations are measured between model updates; ``early_stop`` > 0
+    ends the run after that many trials without a better best, checked after each batch
+    (``result.stopped_early``). ``progress``: True (a progress bar), False, or a callable
+    taking a dict per batch."""
     return _run(progress, "tune", lambda report: _tessera.tune(
-        workload, trials, os.fspath(db), tuner, threads, seed, pretrained, _worker(), report))
+        workload, trials, os.fspath(db), tuner, threads, seed, pretrained, early_stop, batch_size,
+        _worker(), report))
 
 
 def tune_all(workloads: Sequence[str], trials: int = 256, db: str = "tessera.db", *,

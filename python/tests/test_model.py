@@ -69,3 +69,17 @@ def test_bad_models_and_outputs(small_resnet, tmp_path):
         tessera.load(broken)
     with pytest.raises(tessera.Error, match="records DB"):
         tessera.compile(path, trials=4)
+
+
+def test_compile_tunes_into_the_db_first(small_resnet, tmp_path):
+    path, shape = small_resnet
+    db = tmp_path / "model.db"
+    updates = []
+    model = tessera.compile(path, trials=8, db=db, threads=1, progress=updates.append)
+    assert updates and updates[-1]["trials_total"] == 8
+    records = tessera.Records(db).list()
+    assert len(records) >= 8
+    x = np.random.default_rng(2).standard_normal(shape, dtype=np.float32)
+    assert relative_error(model(x), onnxruntime_run(path, [x])[0]) < 1e-4
+    # Each kernel ran the DB's best or, where that was slower in the model, its default.
+    assert {k["schedule"] for k in model.kernels} <= {"db", "default", "fixed", "plain"}

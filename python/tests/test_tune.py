@@ -37,3 +37,9 @@ def test_bad_tuning_input(tmp_path):
         tessera.tune("matmul:M=0", trials=4, db=tmp_path / "x.db", progress=False)
     with pytest.raises(tessera.Error, match="trials"):
         tessera.tune(WORKLOAD, trials=0, db=tmp_path / "x.db", progress=False)
+
+
+def test_early_stop(tmp_path):
+    result = tessera.tune(WORKLOAD, trials=64, db=tmp_path / "e.db", tuner="random", threads=1,
+                          early_stop=1, batch_size=1, progress=False)
+    assert result.stopped_early and result.trials < 64

@@ -143,12 +143,17 @@ int tune_command(const TuneArgs& args) {
     j["tuner_seconds"] = r.tuner_seconds;
     j["measure_seconds"] = r.measure_seconds;
     j["best_curve"] = r.best_curve;
+    j["stopped_early"] = r.stopped_early;
     j["transfer"] = transfer_json(r.transfer);
     j["retime"] = retime_json(r);
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << fmt::format("workload  {}\ntrials    {} ({} resumed from {}), {} errors\n",
-                             r.workload, r.trials, r.resumed, args.db, r.errors);
+    std::cout << fmt::format(
+        "workload  {}\ntrials    {} ({} resumed from {}), {} errors{}\n", r.workload, r.trials,
+        r.resumed, args.db, r.errors,
+        r.stopped_early
+            ? fmt::format(", stopped after {} without a better best", args.params.early_stop)
+            : "");
     std::cout << fmt::format("best      {:.2f} GFLOP/s", r.best_gflops);
     if (r.pick) {
       size_t rank = 0;
@@ -324,6 +329,11 @@ TuneCommands add_tune_commands(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   c.tune->add_option("--batch", t.params.batch_size, "Measurements between model updates")
       ->check(positive_number());
+  c.tune
+      ->add_option("--early-stop", t.params.early_stop,
+                   "Stop after this many trials without a better best, checked after each batch "
+                   "(0, the default: run every trial)")
+      ->check(non_negative_number());
   add_retime_options(c.tune, t.params);
   c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)")->check(db_path());
   c.tune

@@ -307,6 +307,17 @@ std::optional<std::string> busy_machine_warning(const TuneResult& r) {
       r.workload, r.noisy_trials, r.timed_trials, kNoisySpread * 100);
 }
 
+int trials_without_gain(const std::vector<double>& best_curve) {
+  double before = 0;
+  int since = 0;
+  for (double best : best_curve) {
+    since = best > before ? 0 : since + 1;
+    before = std::max(before, best);
+  }
+  // A curve that never rose above zero found nothing at all: every trial counts.
+  return before > 0 ? since : static_cast<int>(best_curve.size());
+}
+
 TuneResult tune(const std::string& workload_text, const TuneParams& params,
                 const MeasureParams& measure_params, const std::string& db_path,
                 const TuneProgressFn& progress, const WarnFn& warn) {
@@ -336,10 +347,16 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
     progress(p);
   };
   bool warned_busy = false;
+  bool stopped_early = false;
   while (session.result().trials < params.trials) {
     int n = std::min(params.batch_size, params.trials - session.result().trials);
     if (session.step(n) == 0) break;
     report();
+    if (params.early_stop > 0 &&
+        trials_without_gain(session.result().best_curve) >= params.early_stop) {
+      stopped_early = true;
+      break;
+    }
     if (std::optional<std::string> busy = busy_machine_warning(session.result());
         busy && !warned_busy) {
       say(*busy);
@@ -358,6 +375,7 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
       say);
   result = session.result();
   result.transfer = info;
+  result.stopped_early = stopped_early;
   if (db && db->skipped_rows() > 0)
     say(
         fmt::format("{}: {} damaged records passed over (unreadable repeats, or a successful run "

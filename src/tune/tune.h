@@ -66,7 +66,12 @@ struct TuneResult {
   /// Successful trials of this run, and those whose repeats spread more than 10% (their
   /// standard deviation over their mean): on an idle machine a few percent.
   int timed_trials = 0, noisy_trials = 0;
+  bool stopped_early = false;  // TuneParams::early_stop trials passed without a better best
 };
+
+/// Trials at the end of `best_curve` (best GFLOP/s after each trial) since its last rise: 0 when
+/// the last trial found a better best, the whole length when none ever did.
+int trials_without_gain(const std::vector<double>& best_curve);
 
 /// A warning when a quarter or more of at least 8 timed trials were noisy: the machine is busy
 /// and the times rank candidates by the other processes' load; nothing otherwise.

@@ -45,6 +45,9 @@ struct TuneParams {
   /// result (tune/retime.h); 0: the single fastest measurement is. Not counted as trials.
   int retime_top = 5;
   int retime_rounds = 3;
+  /// A run stops after this many trials without a better best (the rule of tune-all's task
+  /// scheduler for one task); 0: it runs every trial.
+  int early_stop = 0;
   int ga_population = 64;
   double ga_mutation = 0.1;
   uint64_t seed = 0;

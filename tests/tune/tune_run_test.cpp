@@ -162,6 +162,44 @@ TEST(TuneRun, TheFirstTrialIsTheDefaultConfiguration) {
   EXPECT_EQ(defaults, 1u);
 }
 
+TEST(TuneRun, TrialsWithoutGainCountFromTheLastRise) {
+  EXPECT_EQ(trials_without_gain({}), 0);
+  EXPECT_EQ(trials_without_gain({0, 0, 0}), 3) << "nothing found counts every trial";
+  EXPECT_EQ(trials_without_gain({1, 2, 3}), 0);
+  EXPECT_EQ(trials_without_gain({1, 2, 2, 2}), 2);
+  EXPECT_EQ(trials_without_gain({0, 5, 5, 6, 6, 6, 6}), 3);
+}
+
+// With early_stop 1 a run ends at the first trial that finds no better best.
+TEST(TuneRun, EarlyStopEndsARunThatStopsGaining) {
+  testing::TempDb db("tune_early_stop");
+  TuneParams params;
+  params.tuner = "random";
+  params.trials = 64;
+  params.batch_size = 1;
+  params.early_stop = 1;
+  params.retime_top = 0;
+  params.seed = 3;
+  MeasureParams measure;
+  measure.run.threads = 1;
+  measure.run.timing.repeat = 1;
+  measure.run.timing.min_repeat_ms = 1;
+  TuneResult r = tune("matmul:M=16,N=16,K=16", params, measure, db.path);
+  ASSERT_TRUE(r.stopped_early);
+  ASSERT_LT(r.trials, 64);
+  const std::vector<double>& curve = r.best_curve;
+  ASSERT_EQ(curve.size(), static_cast<size_t>(r.trials));
+  ASSERT_GE(curve.size(), 2u);
+  for (size_t i = 1; i + 1 < curve.size(); ++i) EXPECT_GT(curve[i], curve[i - 1]) << i;
+  EXPECT_EQ(curve.back(), curve[curve.size() - 2]);
+  params.early_stop = 0;
+  params.trials = 4;
+  testing::TempDb other("tune_no_early_stop");
+  TuneResult all = tune("matmul:M=16,N=16,K=16", params, measure, other.path);
+  EXPECT_FALSE(all.stopped_early);
+  EXPECT_EQ(all.trials, 4);
+}
+
 TEST(Retime, ThePickIsTheBestMedianNotTheLuckiestMeasurement) {
   Pick pick;
   // a measured fastest once (its tuning figure) but is slower in two rounds of three.
