@@ -23,7 +23,7 @@
 namespace tessera::graph {
 
 enum class Lowering {
-  /// The executor's own planning (Planner in executor.cpp): library operators with tuned
+  /// The executor's own planning (Planner, graph/planner.h): library operators with tuned
   /// schedules (Conv, Gemm, MatMul, pooling, Softmax, Relu, Add) and the layout-aware te kernels
   /// (Concat, Transpose, BatchNormalization, GlobalAveragePool).
   kPlanner,

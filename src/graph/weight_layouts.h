@@ -1,5 +1,5 @@
 /// The layouts the executor packs constant weights into once, at planning, so that kernels read
-/// them as their vectors want (graph/executor.cpp's Planner).
+/// them as their vectors want (graph/planner.h's Planner).
 #pragma once
 
 #include <cstdint>
