@@ -11,7 +11,9 @@
 #include "schedule/library.h"
 #include "schedule/rules.h"
 #include "schedule/strategy_parser.h"
+#include "strategy/stmt_traversal.h"
 #include "strategy/strategy.h"
+#include "strategy/traversal.h"
 
 namespace tessera::python {
 
@@ -91,6 +93,40 @@ void bind_strategy(nb::module_& m) {
       "repeat", [](const ProgramStrategy& s, int limit) { return repeat(s, limit); },
       nb::arg("strategy"), nb::arg("limit") = 1000);
   m.def("repeat_n", [](const ProgramStrategy& s, int n) { return repeat_n(s, n); });
+
+  // Traversals run on the program's statements: a StmtStrategy, lifted by body(s).
+  nb::class_<StmtStrategy>(m, "StmtStrategy",
+                           "A strategy over loop-program statements, for traversals.")
+      .def_prop_ro("text", &StmtStrategy::text)
+      .def("__str__", &StmtStrategy::text)
+      .def("__repr__",
+           [](const StmtStrategy& s) { return fmt::format("StmtStrategy({})", s.text()); })
+      .def("__rshift__", [](const StmtStrategy& a, const StmtStrategy& b) { return seq(a, b); })
+      .def("__or__", [](const StmtStrategy& a, const StmtStrategy& b) { return lchoice(a, b); });
+  m.def("body", &body, nb::arg("strategy"), "Elevate's body(s): s on the program's statement.");
+  m.def("stmt_id", [] { return id<Stmt>(); });
+  m.def("stmt_try", [](const StmtStrategy& s) { return try_(s); });
+  m.def(
+      "stmt_repeat", [](const StmtStrategy& s, int limit) { return repeat(s, limit); },
+      nb::arg("strategy"), nb::arg("limit") = 1000);
+  m.def("all", [](const StmtStrategy& s) { return all(s); });
+  m.def("one", [](const StmtStrategy& s) { return one(s); });
+  m.def("some", [](const StmtStrategy& s) { return some(s); });
+  m.def("top_down", [](const StmtStrategy& s) { return top_down(s); });
+  m.def("bottom_up", [](const StmtStrategy& s) { return bottom_up(s); });
+  m.def("all_top_down", [](const StmtStrategy& s) { return all_top_down(s); });
+  m.def("all_bottom_up", [](const StmtStrategy& s) { return all_bottom_up(s); });
+  m.def("try_all", [](const StmtStrategy& s) { return try_all(s); });
+  m.def(
+      "normalize", [](const StmtStrategy& s, int limit) { return normalize(s, limit); },
+      nb::arg("strategy"), nb::arg("limit") = 1000);
+  m.def(
+      "position", [](int n, const StmtStrategy& s) { return position(n, s); }, nb::arg("n"),
+      nb::arg("strategy"));
+  m.def("is_loop", &is_loop, nb::arg("name"));
+  m.def("unroll_loop_here", &unroll_loop_here);
+  m.def("vectorize_loop_here", &vectorize_loop_here);
+  m.def("inline_unit_loop", &inline_unit_loop);
 
   m.def("split", &split, nb::arg("loop"), nb::arg("factor"));
   m.def("reorder", &reorder, nb::arg("loops"));

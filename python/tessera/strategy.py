@@ -63,6 +63,29 @@ def reorder(*loops: str | Sequence[str]) -> Strategy:
     return _s.reorder(list(loops))
 
 
+# Traversals (Elevate's all, one, some and those derived from them) over the program's
+# statements: build a StmtStrategy, e.g. ``s.top_down(s.is_loop("j") >> s.unroll_loop_here())``,
+# and run it on a program with ``body(...)``.
+StmtStrategy = _s.StmtStrategy
+body = _s.body
+stmt_id = _s.stmt_id
+stmt_try = _s.stmt_try
+stmt_repeat = _s.stmt_repeat
+all = _s.all  # noqa: A001 - Elevate's name
+one = _s.one
+some = _s.some
+top_down = _s.top_down
+bottom_up = _s.bottom_up
+all_top_down = _s.all_top_down
+all_bottom_up = _s.all_bottom_up
+try_all = _s.try_all
+normalize = _s.normalize
+position = _s.position
+is_loop = _s.is_loop
+unroll_loop_here = _s.unroll_loop_here
+vectorize_loop_here = _s.vectorize_loop_here
+inline_unit_loop = _s.inline_unit_loop
+
 named = _s.named
 id = _s.id  # noqa: A001 - Elevate's name
 fail = _s.fail

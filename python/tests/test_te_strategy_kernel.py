@@ -124,3 +124,17 @@ def test_bad_input_is_a_tessera_error_with_one_line():
         tessera.operator("conv2d:N=1")
     with pytest.raises(tessera.Error):
         tessera.set_num_threads(99999)
+
+
+def test_traversals_over_the_programs_statements():
+    p = matmul(16)
+    # The first loop named j, found top-down, unrolled; the program still computes a matmul.
+    unrolled = tessera.apply(s.body(s.top_down(s.is_loop("j") >> s.unroll_loop_here())), p)
+    assert "unrolled for j in" in str(unrolled) and str(unrolled).count("unrolled") == 1
+    a, b = np.random.default_rng(4).standard_normal((2, 16, 16), dtype=np.float32)
+    np.testing.assert_allclose(tessera.build(unrolled)(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    # position counts, in pre-order, the places where the strategy applies: i.init, j.init, i.
+    third = tessera.apply(s.body(s.position(2, s.unroll_loop_here())), p)
+    assert "unrolled for i in" in str(third) and str(third).count("unrolled") == 1
+    with pytest.raises(tessera.StrategyFailed):
+        tessera.apply(s.body(s.top_down(s.is_loop("nope"))), p)
