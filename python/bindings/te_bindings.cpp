@@ -129,7 +129,12 @@ void bind_te(nb::module_& m) {
             [&body](const std::vector<Var>& vars) {
               nb::list args;
               for (const Var& v : vars) args.append(nb::cast(v));
-              return to_expr(body(*args));
+              nb::object value = body(*args);
+              // A body that is one Python float (a constant tensor) is float32, as in TVM; in an
+              // expression a float literal takes its other operand's type.
+              if (PyFloat_Check(value.ptr()))
+                return make_float(nb::cast<double>(value), DType::kFloat32);
+              return to_expr(value);
             },
             name, std::move(axis_names));
       },

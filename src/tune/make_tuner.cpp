@@ -1,5 +1,7 @@
 // The tuner a name selects, with the feature extraction and cost model it needs.
 #include <memory>
+#include <set>
+#include <string>
 
 #include "feature/feature.h"
 #include "model/transfer_model.h"
@@ -29,6 +31,15 @@ std::function<bool(const Config&, std::vector<float>*)> make_feature_fn(
     };
   }
   throw_error("unknown features '{}' (relation, context, knob)", features);
+}
+
+void check_tuner_names(const TuneParams& params) {
+  static const std::set<std::string> tuners{"xgb", "xgb-reg", "random", "grid", "ga"};
+  static const std::set<std::string> features{"relation", "context", "knob"};
+  if (!tuners.count(params.tuner))
+    throw_error("unknown tuner '{}' (xgb, xgb-reg, random, grid, ga)", params.tuner);
+  if (!features.count(params.features))
+    throw_error("unknown features '{}' (relation, context, knob)", params.features);
 }
 
 std::unique_ptr<Tuner> make_tuner(const ConfigSpace& space, const OpInstance& op,

@@ -326,6 +326,7 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
   if (params.retime_top > 0 && params.retime_rounds <= 0)
     throw_error("--retime-rounds must be positive, not {}", params.retime_rounds);
   Workload workload = parse_workload(workload_text);
+  check_tuner_names(params);
   Measurer measurer(measure_params);
   std::optional<RecordDb> db;
   if (!db_path.empty()) db.emplace(RecordDb::open(db_path, RecordDb::Mode::kReadWrite));

@@ -93,6 +93,7 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   WarnFn say = warn ? warn : WarnFn(warn_to_stderr);
   if (db_path.empty()) throw_error("tune-all needs a records DB");
   const TuneParams& tp = params.tune;
+  check_tuner_names(tp);
   if (tp.transfer != "on" && tp.transfer != "off" && tp.transfer != "auto")
     throw_error("--transfer must be on, off or auto, not '{}'", tp.transfer);
   bool model_tuner = tp.tuner == "xgb" || tp.tuner == "xgb-reg";

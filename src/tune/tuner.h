@@ -85,6 +85,10 @@ class TransferModel;
 /// With `transfer` given, an xgb/xgb-reg tuner's model is a TransferModel (model/
 /// transfer_model.h) without a global model yet, returned in `*transfer` (null for the other
 /// tuners); TuneSession::set_global gives it one.
+/// Throws tessera::Error for a tuner or feature name make_tuner does not know: tune and
+/// tune-all check before they open the records DB, so that bad input creates no file.
+void check_tuner_names(const TuneParams& params);
+
 std::unique_ptr<Tuner> make_tuner(const ConfigSpace& space, const OpInstance& op,
                                   const TuneParams& params, TransferModel** transfer = nullptr);
 /// The feature function `params.features` names for configurations of `space` over `program`
