@@ -31,33 +31,7 @@ import onnx
 import onnxruntime as ort
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "graph"))
-from compare_onnxruntime import Builder  # noqa: E402  (the test's model builder, shared)
-
-
-def resnet18():
-    """torchvision's resnet18: 7x7 stem, max pool, four stages of two basic blocks, 1000 classes."""
-    b = Builder(18)
-
-    def conv_bn(x, c_in, c_out, k, stride, pad):
-        return b.bn(b.conv(x, c_in, c_out, k, stride, pad, bias=False), c_out)
-
-    def basic_block(x, c_in, c_out, stride):
-        h = b.op("Relu", [conv_bn(x, c_in, c_out, 3, stride, 1)])
-        h = conv_bn(h, c_out, c_out, 3, 1, 1)
-        shortcut = x
-        if stride != 1 or c_in != c_out:
-            shortcut = conv_bn(x, c_in, c_out, 1, stride, 0)
-        return b.op("Relu", [b.op("Add", [h, shortcut])])
-
-    h = b.op("Relu", [conv_bn("input", 3, 64, 7, 2, 3)])
-    h = b.op("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
-    c = 64
-    for c_out, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-        h = basic_block(h, c, c_out, stride)
-        h = basic_block(h, c_out, c_out, 1)
-        c = c_out
-    h = b.op("Flatten", [b.op("GlobalAveragePool", [h])], axis=1)
-    return b.model("resnet18", [1, 3, 224, 224], b.gemm(h, 512, 1000))
+from compare_onnxruntime import Builder, resnet18  # noqa: E402  (the test's builders, shared)
 
 
 def mobilenet_v2():

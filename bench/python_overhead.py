@@ -63,7 +63,6 @@ def model_rounds(rounds, tessera_bin, library, shape, repeat=20):
     model(x)
     python_ms, c_ms = [], []
     for _ in range(rounds):
-        start = time.perf_counter()
         times = []
         for _ in range(repeat):
             t0 = time.perf_counter()
@@ -95,8 +94,8 @@ def main():
         path = args.model
         if path is None:
             import onnx
-            sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "tests"))
-            from conftest import resnet18
+            sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "graph"))
+            from compare_onnxruntime import resnet18
             path = os.path.join(tmp, "resnet18.onnx")
             onnx.save(resnet18(), path)
         compiled = tessera.compile(path)

@@ -3,6 +3,9 @@
 
 #include <nanobind/nanobind.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "te/expr.h"
 
 namespace tessera::python {
@@ -12,6 +15,14 @@ namespace nb = nanobind;
 /// An expression from a Python value: an Expr (or Var), an IterVar's variable, an int (int32) or
 /// a float. Anything else raises TypeError.
 Expr to_expr(nb::handle value);
+
+/// An nb::ndarray's shape, to compare with a buffer's or a model value's.
+template <typename Array>
+std::vector<int64_t> shape_of(const Array& a) {
+  std::vector<int64_t> shape(a.ndim());
+  for (size_t d = 0; d < a.ndim(); ++d) shape[d] = static_cast<int64_t>(a.shape(d));
+  return shape;
+}
 
 void bind_te(nb::module_& m);        // te: placeholders, computes, reductions; lower; Program
 void bind_strategy(nb::module_& m);  // rules, combinators, parsing, apply

@@ -43,12 +43,6 @@ nb::dlpack::dtype dlpack_dtype(DType t) {
   return nb::dtype<float>();
 }
 
-std::vector<int64_t> shape_of(const Array& a) {
-  std::vector<int64_t> shape(a.ndim());
-  for (size_t d = 0; d < a.ndim(); ++d) shape[d] = static_cast<int64_t>(a.shape(d));
-  return shape;
-}
-
 // The kernel reads and writes raw pointers: every array must be exactly its buffer (no
 // conversion: an output converted to a copy would be written and dropped), and no output may
 // overlap another array.

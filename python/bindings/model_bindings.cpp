@@ -37,8 +37,7 @@ struct Model {
 
 template <typename A>
 void check_shape(const A& a, const std::vector<int64_t>& expected, const std::string& what) {
-  std::vector<int64_t> shape(a.ndim());
-  for (size_t d = 0; d < a.ndim(); ++d) shape[d] = static_cast<int64_t>(a.shape(d));
+  std::vector<int64_t> shape = shape_of(a);
   if (shape != expected)
     throw_error("{} has shape [{}], the model's is [{}]", what, fmt::join(shape, ", "),
                 fmt::join(expected, ", "));
@@ -51,35 +50,54 @@ std::vector<ValueInfo> graph_values(const graph::Graph& g, const std::vector<std
   return infos;
 }
 
-void run_model(Model& m, const std::vector<nb::object>& inputs,
-               const std::vector<FloatArray>& outputs) {
-  graph::Executor& ex = m.executor;
-  if (inputs.size() != ex.num_inputs())
-    throw_error("the model takes {} inputs, given {}", ex.num_inputs(), inputs.size());
-  if (outputs.size() != ex.num_outputs())
-    throw_error("the model has {} outputs, given {} arrays for them", ex.num_outputs(),
+// The executor under the names of CompiledModel's, so that one function runs either.
+struct InProcess {
+  graph::Executor& ex;
+  size_t num_inputs() const { return ex.num_inputs(); }
+  size_t num_outputs() const { return ex.num_outputs(); }
+  bool input_is_int(size_t i) const { return ex.input_is_int(i); }
+  std::vector<int64_t> input_shape(size_t i) const { return ex.input(i).shape(); }
+  const std::vector<int64_t>& output_shape(size_t i) const { return ex.output_shape(i); }
+  void set_input(size_t i, const float* data, size_t count) {
+    std::memcpy(ex.input(i).data(), data, count * sizeof(float));
+  }
+  void set_input_ids(size_t i, const int64_t* data, size_t count) {
+    std::memcpy(ex.input_ids(i).data(), data, count * sizeof(int64_t));
+  }
+  void run() { ex.run(); }
+  const float* output_data(size_t i) const { return ex.output_data(i); }
+};
+
+// Checks every array against the model's shapes first (the copies rely on them), runs without
+// the GIL, and copies the outputs into the caller's arrays.
+template <typename M>
+void run_on_arrays(M& m, const std::vector<nb::object>& inputs,
+                   const std::vector<FloatArray>& outputs) {
+  if (inputs.size() != m.num_inputs())
+    throw_error("the model takes {} inputs, given {}", m.num_inputs(), inputs.size());
+  if (outputs.size() != m.num_outputs())
+    throw_error("the model has {} outputs, given {} arrays for them", m.num_outputs(),
                 outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    check_shape(outputs[i], m.output_shape(i), fmt::format("output {}", i));
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string what = fmt::format("input {}", i);
-    if (ex.input_is_int(i)) {
+    if (m.input_is_int(i)) {
       IdArray ids = nb::cast<IdArray>(inputs[i]);
-      check_shape(ids, ex.input(i).shape(), what);
-      std::vector<int64_t>& dst = ex.input_ids(i);
-      std::memcpy(dst.data(), ids.data(), dst.size() * sizeof(int64_t));
+      check_shape(ids, m.input_shape(i), what);
+      m.set_input_ids(i, ids.data(), ids.size());
     } else {
       FloatArray x = nb::cast<FloatArray>(inputs[i]);
-      check_shape(x, ex.input(i).shape(), what);
-      std::memcpy(ex.input(i).data(), x.data(), x.size() * sizeof(float));
+      check_shape(x, m.input_shape(i), what);
+      m.set_input(i, x.data(), x.size());
     }
   }
-  for (size_t i = 0; i < outputs.size(); ++i)
-    check_shape(outputs[i], ex.output_shape(i), fmt::format("output {}", i));
   {
     nb::gil_scoped_release release;
-    ex.run();
+    m.run();
   }
   for (size_t i = 0; i < outputs.size(); ++i)
-    std::memcpy(outputs[i].data(), ex.output_data(i), outputs[i].size() * sizeof(float));
+    std::memcpy(outputs[i].data(), m.output_data(i), outputs[i].size() * sizeof(float));
 }
 
 }  // namespace
@@ -122,7 +140,14 @@ void bind_model(nb::module_& m) {
                        rows.emplace_back(k.workload, k.schedule, k.strategy, k.uses);
                      return rows;
                    })
-      .def("run", &run_model, nb::arg("inputs"), nb::arg("outputs"))
+      .def(
+          "run",
+          [](Model& md, const std::vector<nb::object>& inputs,
+             const std::vector<FloatArray>& outputs) {
+            InProcess model{md.executor};
+            run_on_arrays(model, inputs, outputs);
+          },
+          nb::arg("inputs"), nb::arg("outputs"))
       .def(
           "profile", [](const Model& md, int repeat) { return md.executor.profile(repeat); },
           nb::arg("repeat"), "Milliseconds per kernel per run, in `kernels` order.")
@@ -172,33 +197,7 @@ void bind_model(nb::module_& m) {
       .def(
           "run",
           [](CompiledModel& c, const std::vector<nb::object>& inputs,
-             const std::vector<FloatArray>& outputs) {
-            if (inputs.size() != c.num_inputs())
-              throw_error("the model takes {} inputs, given {}", c.num_inputs(), inputs.size());
-            if (outputs.size() != c.num_outputs())
-              throw_error("the model has {} outputs, given {} arrays for them", c.num_outputs(),
-                          outputs.size());
-            for (size_t i = 0; i < inputs.size(); ++i) {
-              std::string what = fmt::format("input {}", i);
-              if (c.input_is_int(i)) {
-                IdArray ids = nb::cast<IdArray>(inputs[i]);
-                check_shape(ids, c.input_shape(i), what);
-                c.set_input_ids(i, ids.data(), ids.size());
-              } else {
-                FloatArray x = nb::cast<FloatArray>(inputs[i]);
-                check_shape(x, c.input_shape(i), what);
-                c.set_input(i, x.data(), x.size());
-              }
-            }
-            {
-              nb::gil_scoped_release release;
-              c.run();
-            }
-            for (size_t i = 0; i < outputs.size(); ++i) {
-              check_shape(outputs[i], c.output_shape(i), fmt::format("output {}", i));
-              std::memcpy(outputs[i].data(), c.output_data(i), outputs[i].size() * sizeof(float));
-            }
-          },
+             const std::vector<FloatArray>& outputs) { run_on_arrays(c, inputs, outputs); },
           nb::arg("inputs"), nb::arg("outputs"));
 }
 

@@ -20,9 +20,8 @@ namespace tessera::python {
 
 namespace {
 
-// SQLite takes these as a temporary or in-memory database: every record would be lost.
 const std::string& checked_db_path(const std::string& path) {
-  if (path.empty() || path == ":memory:" || path.starts_with("file:"))
+  if (names_no_db_file(path))
     throw_error("db '{}' names no file: every record would be lost", path);
   return path;
 }

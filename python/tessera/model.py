@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 

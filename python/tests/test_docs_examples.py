@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from conftest import ROOT, resnet18
+from compare_onnxruntime import resnet18  # on the path conftest sets
+from conftest import ROOT
 
 
 def documents_with_python():

@@ -1,7 +1,5 @@
 """Whole models from Python against onnxruntime, in process and saved as a library."""
 
-import os
-
 import numpy as np
 import pytest
 

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "db/record_db.h"
+
 namespace tessera {
 
 namespace {
@@ -90,8 +92,7 @@ CLI::Validator nonempty_path() {
 CLI::Validator db_path() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        // SQLite takes these as a temporary or in-memory database: every record would be lost.
-        if (text.empty() || text == ":memory:" || text.starts_with("file:"))
+        if (names_no_db_file(text))
           return "'" + text + "' names no file: every record would be lost";
         return "";
       },

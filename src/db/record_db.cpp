@@ -12,6 +12,10 @@
 
 namespace tessera {
 
+bool names_no_db_file(const std::string& path) {
+  return path.empty() || path == ":memory:" || path.starts_with("file:");
+}
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 

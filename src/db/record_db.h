@@ -70,6 +70,10 @@ struct DbStats {
   std::map<std::string, int64_t> results_by_error;  // error kind name -> count
 };
 
+/// Whether SQLite would take `path` as a temporary or in-memory database (empty, ":memory:", a
+/// "file:" URI), where every record written is lost.
+bool names_no_db_file(const std::string& path);
+
 class RecordDb {
  public:
   enum class Mode { kReadOnly, kReadWrite };
