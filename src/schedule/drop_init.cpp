@@ -49,7 +49,8 @@ std::optional<std::string> coverage_gap(const BufferSites::Store& site, const Bu
       digits.emplace_back(*c, loop.extent);
       linear = linear + loop.var * make_int(*c);
     }
-    const int64_t* offset = as_const_int(simplify(index - linear));
+    const Expr difference = simplify(index - linear);
+    const int64_t* offset = as_const_int(difference);
     if (!offset || *offset != 0)
       return fmt::format("index {} does not start at 0", print_expr(index));
     std::sort(digits.begin(), digits.end());

@@ -126,7 +126,8 @@ bool index_is_disjoint(const Expr& index, const StoreSite& site, const VarNode* 
   RangeMap inner_ranges;
   std::vector<std::pair<const VarNode*, Expr>> inner_zero;
   for (const ForNode* loop : site.inner) {
-    auto mn = as_const_int(simplify(loop->min));
+    const Expr min = simplify(loop->min);
+    const int64_t* mn = as_const_int(min);
     if (!mn) return false;  // an inner loop whose range moves with the outer ones
     inner_ranges[loop->var.get()] = {*mn, *mn + loop->extent - 1};
     inner_zero.emplace_back(loop->var.get(), make_int(0));
@@ -208,7 +209,8 @@ bool reads_stay_in_own_box(const ForNode& loop, const Buffer& buffer) {
   const AccessBox& l = std::get<AccessBox>(loads);
   bool disjoint = false;
   for (size_t d = 0; d < s.base.size(); ++d) {
-    const int64_t* delta = as_const_int(simplify(l.base[d] - s.base[d]));
+    const Expr difference = simplify(l.base[d] - s.base[d]);
+    const int64_t* delta = as_const_int(difference);
     if (!delta) return false;
     int64_t lo = l.lo[d] + *delta;
     if (lo < s.lo[d] || lo + l.extent[d] > s.lo[d] + s.extent[d]) return false;

@@ -270,7 +270,8 @@ std::variant<AccessBox, std::string> access_box(const ForNode& loop, const Buffe
         hi[d] = span->max;
         continue;
       }
-      const int64_t* delta = as_const_int(simplify(base - box.base[d]));
+      const Expr difference = simplify(base - box.base[d]);
+      const int64_t* delta = as_const_int(difference);
       if (!delta) {
         return fmt::format("accesses to {} in {} are not a constant distance apart", buffer->name,
                            loop.var.name());

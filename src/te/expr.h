@@ -252,5 +252,8 @@ inline const int64_t* as_const_int(const Expr& e) {
   const auto* n = e.as<IntImmNode>();
   return n ? &n->value : nullptr;
 }
+/// The pointer points into the node, which a temporary Expr would free at the end of the
+/// statement: bind the expression to a name first.
+const int64_t* as_const_int(Expr&& e) = delete;
 
 }  // namespace tessera

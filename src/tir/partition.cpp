@@ -41,7 +41,8 @@ GuardCount count_guards(const Stmt& s, const VarNode* var) {
 class TailPartitioner : public StmtMutator {
  protected:
   Stmt visit_(const ForNode& n, const Stmt& self) override {
-    const int64_t* start = as_const_int(simplify(n.min, ranges_));
+    const Expr min = simplify(n.min, ranges_);
+    const int64_t* start = as_const_int(min);
     std::optional<IntRange> min_range = bound_of(n.min, ranges_);
     if (!start || n.for_kind == ForKind::kVectorized || n.extent < 2) {
       return with_range(n, self,
