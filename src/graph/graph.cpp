@@ -12,7 +12,11 @@ namespace tessera::graph {
 
 int64_t num_elements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    // Shapes come from model files: a product past 64 bits would wrap into a small allocation.
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      throw_error("shape {} has no valid number of elements", shape_text(shape));
+  }
   return n;
 }
 

@@ -21,6 +21,7 @@ struct HostTensor {
   int64_t num_elements() const;
 };
 
+/// The product of the dimensions; throws tessera::Error for a negative one or past 64 bits.
 int64_t num_elements(const std::vector<int64_t>& shape);
 std::string shape_text(const std::vector<int64_t>& shape);
 

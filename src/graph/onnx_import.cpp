@@ -22,7 +22,9 @@ namespace {
 
 template <typename T>
 std::vector<double> from_raw(const std::string& raw, int64_t count) {
-  if (raw.size() != static_cast<size_t>(count) * sizeof(T))
+  // Compared by division first: count * sizeof(T) can wrap to the size of a short string.
+  if (static_cast<size_t>(count) > raw.size() / sizeof(T) ||
+      raw.size() != static_cast<size_t>(count) * sizeof(T))
     throw_error("raw data holds {} bytes for {} elements", raw.size(), count);
   std::vector<double> out(count);
   for (int64_t i = 0; i < count; ++i) {
@@ -93,7 +95,12 @@ HostTensor read_tensor(const onnx::TensorProto& tensor, const std::string& folde
   const onnx::TensorProto& t = *tp;
   HostTensor h;
   h.shape.assign(t.dims().begin(), t.dims().end());
-  int64_t count = num_elements(h.shape);
+  int64_t count = 0;
+  try {
+    count = num_elements(h.shape);
+  } catch (const Error& e) {
+    throw_error("tensor '{}': {}", t.name(), e.what());
+  }
   bool raw = t.has_raw_data();
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
@@ -120,16 +127,32 @@ HostTensor read_tensor(const onnx::TensorProto& tensor, const std::string& folde
   return h;
 }
 
+// Integer attributes are kernel sizes, strides, pads, dilations, axes, groups and counts. Bounded
+// here by the largest dimension a value may have, so that shape arithmetic over them stays inside
+// int64. Slice's starts and ends (before opset 10) mean "to the end" past it, so they are clamped.
+int64_t bounded_attribute(const Node& n, const onnx::AttributeProto& a, int64_t v) {
+  constexpr int64_t kBound = (int64_t{1} << 31) - 1;
+  if (n.op == "Slice" && (a.name() == "starts" || a.name() == "ends"))
+    return std::clamp(v, -kBound, kBound);
+  if (v < -kBound || v > kBound)
+    throw_error("{}: attribute {} = {} is out of range (at most 2^31 - 1 either way)", n.where(),
+                a.name(), v);
+  return v;
+}
+
 AttrValue read_attribute(const Node& n, const onnx::AttributeProto& a) {
   switch (a.type()) {
     case onnx::AttributeProto::INT:
-      return a.i();
+      return bounded_attribute(n, a, a.i());
     case onnx::AttributeProto::FLOAT:
       return static_cast<double>(a.f());
     case onnx::AttributeProto::STRING:
       return a.s();
-    case onnx::AttributeProto::INTS:
-      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto::INTS: {
+      std::vector<int64_t> values;
+      for (int64_t v : a.ints()) values.push_back(bounded_attribute(n, a, v));
+      return values;
+    }
     case onnx::AttributeProto::FLOATS:
       return std::vector<double>(a.floats().begin(), a.floats().end());
     case onnx::AttributeProto::TENSOR:  // ConstantOfShape's value: its elements
@@ -256,6 +279,13 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& folder) {
     n.name = np.name().empty() ? fmt::format("{}_{}", n.op, unnamed++) : np.name();
     if (!np.domain().empty() && np.domain() != "ai.onnx")
       throw_error("{}: operator domain '{}' is not supported", n.where(), np.domain());
+    // tessera's own ops and attributes (the "tessera." names its passes add) never come from a
+    // file.
+    if (n.op.starts_with("tessera."))
+      throw_error("{}: '{}' is not an ONNX operator", n.where(), n.op);
+    for (const onnx::AttributeProto& a : np.attribute())
+      if (a.name().starts_with("tessera."))
+        throw_error("{}: attribute '{}' is not an ONNX attribute", n.where(), a.name());
     n.inputs.assign(np.input().begin(), np.input().end());
     n.outputs.assign(np.output().begin(), np.output().end());
     if (n.op == "Constant") {

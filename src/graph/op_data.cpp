@@ -306,7 +306,8 @@ OpDef tile() {
       throw_error("{}: {} repeats for rank {}", n.where(), repeats.size(), x.size());
     for (size_t k = 0; k < x.size(); ++k) {
       if (repeats[k] < 1) throw_error("{}: repeats must be positive", n.where());
-      x[k] *= repeats[k];
+      if (__builtin_mul_overflow(x[k], repeats[k], &x[k]))
+        throw_error("{}: repeating dimension {} {} times leaves int64", n.where(), k, repeats[k]);
     }
     return x;
   };

@@ -141,7 +141,9 @@ OpDef layer_normalization() {
   d.reference = [](const Node& n, const Graph&, const std::vector<const HostTensor*>& in) {
     const HostTensor& x = *in.at(0);
     int64_t axis = normalize_axis(n, n.attr_int("axis", -1), static_cast<int64_t>(x.shape.size()));
-    auto [rows, cols] = split_at(x.shape, axis);
+    const auto [rows, row_length] = split_at(x.shape, axis);
+    // A copy for the lambda: clang 14 (the sanitizer build) cannot capture a binding.
+    const int64_t cols = row_length;
     double eps = n.attr_float("epsilon", 1e-5);
     const HostTensor* scale = in.size() > 1 ? in[1] : nullptr;
     const HostTensor* bias = in.size() > 2 ? in[2] : nullptr;
@@ -281,8 +283,16 @@ TransposedWindow transposed_window(const Node& n, const Graph& g) {
   t.pt = pads[0], t.pl = pads[1];
   if (t.sh <= 0 || t.sw <= 0 || t.dh <= 0 || t.dw <= 0)
     throw_error("{}: strides and dilations must be positive", n.where());
-  t.oh = t.sh * (t.h - 1) + extra[0] + (t.kh - 1) * t.dh + 1 - pads[0] - pads[2];
-  t.ow = t.sw * (t.w - 1) + extra[1] + (t.kw - 1) * t.dw + 1 - pads[1] - pads[3];
+  // In 128 bits: a stride times an extent plus a dilated kernel can pass 2^63 even with every
+  // attribute under 2^31 (onnx_import.cpp's bound).
+  auto extent = [&](int64_t s, int64_t in, int64_t more, int64_t k, int64_t d, int64_t pad_sum) {
+    const __int128 e =
+        static_cast<__int128>(s) * (in - 1) + more + static_cast<__int128>(k - 1) * d + 1 - pad_sum;
+    if (e > (int64_t{1} << 31) - 1) throw_error("{}: an output extent past 2^31 - 1", n.where());
+    return static_cast<int64_t>(e);
+  };
+  t.oh = extent(t.sh, t.h, extra[0], t.kh, t.dh, pads[0] + pads[2]);
+  t.ow = extent(t.sw, t.w, extra[1], t.kw, t.dw, pads[1] + pads[3]);
   std::vector<int64_t> given = n.attr_ints("output_shape", {});
   if (!given.empty()) {
     // The pads that give this shape (the total split as SAME_UPPER splits it, as ONNX defines).

@@ -153,7 +153,9 @@ std::vector<int64_t> reshape_target(const Node& n, const Graph& g) {
       infer = static_cast<int64_t>(i);
     } else {
       if (d < 0) throw_error("{}: negative dimension {} in the shape", n.where(), d);
-      known *= d;
+      if (__builtin_mul_overflow(known, d, &known))
+        throw_error("{}: the shape {} has too many elements", n.where(),
+                    shape_text(it->second.shape));
     }
     out.push_back(d);
   }

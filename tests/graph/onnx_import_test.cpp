@@ -146,6 +146,49 @@ TEST(GraphOnnxImport, DynamicDimensionNamesTheReadingNode) {
   EXPECT_NE(e.find("node 'conv1' (Conv)"), std::string::npos) << e;
 }
 
+// Found by fuzz/onnx_fuzzer.cpp under UBSan: shape arithmetic on a file's numbers overflowed
+// int64 (signed overflow, then a wrong size). Each is now a refusal naming the node or tensor.
+TEST(GraphOnnxImport, NumbersPastWhatShapesCanHoldAreRefused) {
+  // Initializer dims whose product passes 2^63.
+  onnx::ModelProto m = small_model();
+  onnx::TensorProto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_dims();
+  for (int64_t d : {int64_t{1} << 40, int64_t{1} << 40}) w->add_dims(d);
+  std::string e = error_of(m);
+  EXPECT_NE(e.find("tensor 'w': shape [1099511627776, 1099511627776] has no valid number"),
+            std::string::npos)
+      << e;
+  // An attribute past the largest dimension a value may have.
+  m = small_model();
+  add_ints(m.mutable_graph()->mutable_node(0), "dilations", {int64_t{1} << 62, 1});
+  e = error_of(m);
+  EXPECT_NE(
+      e.find("node 'conv1' (Conv): attribute dilations = 4611686018427387904 is out of range"),
+      std::string::npos)
+      << e;
+  // A Reshape target whose product passes 2^63.
+  m = small_model();
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::TensorProto* shape = g->add_initializer();
+  shape->set_name("target");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(3);
+  for (int64_t d : {int64_t{1} << 40, int64_t{1} << 40, int64_t{-1}}) shape->add_int64_data(d);
+  add_node(g, "Reshape", "reshape1", {"y", "target"}, "z");
+  g->mutable_output(0)->set_name("z");
+  e = error_of(m);
+  EXPECT_NE(e.find("node 'reshape1' (Reshape): the shape [3] has too many elements"),
+            std::string::npos)
+      << e;
+  // tessera's internal ops and attributes cannot be smuggled in by a file.
+  m = small_model("tessera.PixelShuffle");
+  EXPECT_NE(error_of(m).find("'tessera.PixelShuffle' is not an ONNX operator"), std::string::npos);
+  m = small_model();
+  add_ints(m.mutable_graph()->mutable_node(0), "tessera.split", {0, 2});
+  EXPECT_NE(error_of(m).find("attribute 'tessera.split' is not an ONNX attribute"),
+            std::string::npos);
+}
+
 TEST(GraphOnnxImport, GarbageIsNotAModel) {
   EXPECT_THROW(graph::import_onnx_bytes("\x08\x01garbage\xff\xff"), Error);
   EXPECT_THROW(graph::import_onnx("/nonexistent/model.onnx"), Error);
