@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tessera needs. Idempotent and non-interactive; runs as root
-# (no sudo needed) or through sudo when run as another user.
+# (no sudo needed) or through sudo when run as another user. Arguments name further packages
+# (scripts/sanitize.sh adds clang and its sanitizer runtimes).
 set -euo pipefail
 
 packages=(
@@ -8,6 +9,7 @@ packages=(
   libgtest-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev sqlite3 libxgboost-dev
   libonnx-dev libprotobuf-dev protobuf-compiler python3-venv
+  "$@"
 )
 
 # The onnxruntime comparison test (tests/graph/compare_onnxruntime.py) and the Python package's

@@ -6,8 +6,27 @@
 #include <set>
 
 #include "te/error.h"
+#include "tir/stmt_functor.h"
 
 namespace tessera {
+
+namespace {
+
+std::vector<Buffer> allocations(const Stmt& body) {
+  struct Collect : StmtVisitor {
+    std::vector<Buffer> buffers;
+    void visit_(const AllocateNode& n, const Stmt& self) override {
+      buffers.push_back(n.buffer);
+      StmtVisitor::visit_(n, self);
+    }
+    using StmtVisitor::visit_;
+  };
+  Collect c;
+  c.visit(body);
+  return c.buffers;
+}
+
+}  // namespace
 
 int64_t Workload::get(const std::string& key) const {
   for (const auto& [k, v] : params) {
@@ -89,12 +108,17 @@ OpInstance instantiate(const Workload& w) {
     OpInstance op = def.build(w);
     // Each key is capped, their products are not: generated kernels index with 32-bit integers,
     // and a product past int64 wrapped into a small allocation that the kernel overran.
-    for (const Tensor& t : op.args) {
+    // The intermediate buffers count too (a convolution's padded input, found by
+    // fuzz/workload_fuzzer.cpp: 2^34 elements of padding around a 5x2 image).
+    std::vector<std::pair<std::string, std::vector<int64_t>>> buffers;
+    for (const Tensor& t : op.args) buffers.emplace_back(t->name, t->shape);
+    for (const Buffer& b : allocations(op.program.body)) buffers.emplace_back(b->name, b->shape);
+    for (const auto& [name, shape] : buffers) {
       int64_t elements = 1;
-      for (int64_t d : t->shape)
+      for (int64_t d : shape)
         if (__builtin_mul_overflow(elements, d, &elements) || elements > kMaxTensorElements)
-          throw_error("{}: tensor {} of shape [{}] has more than {} elements", w.op, t->name,
-                      fmt::join(t->shape, ", "), kMaxTensorElements);
+          throw_error("{}: tensor {} of shape [{}] has more than {} elements", w.op, name,
+                      fmt::join(shape, ", "), kMaxTensorElements);
     }
     return op;
   }

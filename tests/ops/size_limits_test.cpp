@@ -32,6 +32,14 @@ TEST(SizeLimits, WorkloadWhoseTensorsOverflowIsRefused) {
   EXPECT_NO_THROW(instantiate(parse_workload("matmul:M=4096,N=4096,K=4096")));
 }
 
+// Found by fuzz/workload_fuzzer.cpp: small arguments, but a padded input of 2^34 elements inside.
+TEST(SizeLimits, IntermediateBuffersCountToo) {
+  std::string e = error_of(
+      [] { instantiate(parse_workload("conv2d:N=1,C=2,H=5,W=2,O=2,K=1,S=55125,P=55551,G=2")); });
+  EXPECT_NE(e.find("tensor pad of shape [1, 2, 111107, 111104] has more than"), std::string::npos)
+      << e;
+}
+
 TEST(SizeLimits, GraphValueOfTooManyElementsIsRefusedAtShapeInference) {
   graph::Graph g;
   g.inputs = {"x"};

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "measure/worker_session.h"
+#include "runtime/sanitizer.h"
 #include "te/error.h"
 
 namespace {
@@ -91,7 +92,9 @@ int main(int argc, char** argv) {
   // A crashing kernel must not write a core file; a runaway one must not take the machine.
   rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
-  if (memory_limit > 0) {
+  // ASan maps terabytes of shadow memory up front: under it an address-space limit would stop
+  // the worker before it ran anything.
+  if (memory_limit > 0 && !tessera::kAddressSanitizer) {
     rlimit as{static_cast<rlim_t>(memory_limit), static_cast<rlim_t>(memory_limit)};
     setrlimit(RLIMIT_AS, &as);
   }
