@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <istream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -59,6 +60,19 @@ Record record_from_json(const std::string& line) {
       field = name;
       return obj.at(name);
     };
+    // nlohmann converts a float to an integer type unchecked: 1e25 as an int64 is undefined
+    // (found by fuzz/record_fuzzer.cpp). Whole numbers in range only.
+    auto get_whole = [&]<typename T>(const json& obj, const char* name, T) -> T {
+      const json& v = get(obj, name);
+      if (!v.is_number()) throw_error("field '{}' has the wrong type", name);
+      if (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t{std::numeric_limits<T>::max()})
+        return static_cast<T>(v.get<uint64_t>());
+      if (v.is_number_integer() && !v.is_number_unsigned() &&
+          v.get<int64_t>() >= std::numeric_limits<T>::min() &&
+          v.get<int64_t>() <= std::numeric_limits<T>::max())
+        return static_cast<T>(v.get<int64_t>());
+      throw_error("field '{}' is not a whole number in range", name);
+    };
     r.workload = get(j, "workload").get<std::string>();
     r.strategy = get(j, "strategy").get<std::string>();
     r.dtype = get(j, "dtype").get<std::string>();
@@ -66,7 +80,7 @@ Record record_from_json(const std::string& line) {
     const json& t = get(j, "target");
     rec.target.cpu_model = get(t, "cpu_model").get<std::string>();
     rec.target.isa = get(t, "isa").get<std::vector<std::string>>();
-    rec.target.cores = get(t, "cores").get<int>();
+    rec.target.cores = get_whole(t, "cores", int{});
     rec.target.compiler = get(t, "compiler").get<std::string>();
     rec.target.flags = get(t, "flags").get<std::string>();
     const std::string kind = get(j, "error").get<std::string>();
@@ -75,15 +89,15 @@ Record record_from_json(const std::string& line) {
     r.error = *parsed;
     r.message = get(j, "message").get<std::string>();
     r.timing.repeats = get(j, "repeats").get<std::vector<double>>();
-    r.timing.number = get(j, "number").get<int64_t>();
+    r.timing.number = get_whole(j, "number", int64_t{});
     r.timing.mean = get(j, "mean").get<double>();
     r.timing.median = get(j, "median").get<double>();
     r.timing.std = get(j, "std").get<double>();
     r.build_seconds = get(j, "build_seconds").get<double>();
     r.run_seconds = get(j, "run_seconds").get<double>();
-    r.timestamp_ms = get(j, "timestamp_ms").get<int64_t>();
+    r.timestamp_ms = get_whole(j, "timestamp_ms", int64_t{});
     rec.tessera_version = get(j, "tessera_version").get<std::string>();
-    rec.schema_version = get(j, "schema_version").get<int>();
+    rec.schema_version = get_whole(j, "schema_version", int{});
     if (r.workload.empty()) throw_error("empty workload");
     // A successful measurement is a positive time: 0 or less would read as infinite GFLOP/s.
     if (r.error == ErrorKind::kOk && !(r.timing.median > 0 && std::isfinite(r.timing.median)))

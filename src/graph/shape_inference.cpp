@@ -28,7 +28,7 @@ Window2d read_window(const Node& n, const std::vector<int64_t>& input,
       throw_error("{}: weights {} do not fit {} input channels in {} groups", n.where(),
                   shape_text(*weight), w.c, w.group);
     if (kernel.empty()) kernel = {(*weight)[2], (*weight)[3]};
-    if (kernel[0] != (*weight)[2] || kernel[1] != (*weight)[3])
+    if (kernel.size() != 2 || kernel[0] != (*weight)[2] || kernel[1] != (*weight)[3])
       throw_error("{}: kernel_shape disagrees with the weights", n.where());
   }
   if (kernel.size() != 2) throw_error("{}: needs a 2-D kernel_shape", n.where());

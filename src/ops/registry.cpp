@@ -20,7 +20,7 @@ namespace {
 int64_t positive(const Workload& w, const std::string& key) {
   int64_t v = w.get(key);
   if (v <= 0) throw_error("{}: {} must be positive, got {}", w.op, key, v);
-  if (v > (int64_t{1} << 20)) throw_error("{}: {}={} is too large", w.op, key, v);
+  if (v > kMaxWorkloadKey) throw_error("{}: {}={} is too large", w.op, key, v);
   return v;
 }
 

@@ -99,6 +99,10 @@ OpInstance instantiate(const Workload& w) {
       if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
         throw_error("{} has no key {} (keys: {})", w.op, k, fmt::join(allowed, ", "));
       }
+      // Every key, not only the sizes the operators check: the shape arithmetic on a padding or
+      // a block of 2^62 overflowed (found by fuzz/workload_fuzzer.cpp).
+      if (v < -kMaxWorkloadKey || v > kMaxWorkloadKey)
+        throw_error("{}: {}={} is too large (at most 2^20 either way)", w.op, k, v);
     }
     for (const std::string& k : def.keys) {
       bool present = false;

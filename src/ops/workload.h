@@ -51,6 +51,8 @@ const std::vector<OpDef>& op_registry();
 /// unknown key, or an invalid shape.
 /// The largest tensor a kernel takes: generated code indexes with 32-bit integers.
 constexpr int64_t kMaxTensorElements = (int64_t{1} << 31) - 1;
+/// The largest value of any workload key, either way (sizes, paddings, strides, blocks).
+constexpr int64_t kMaxWorkloadKey = int64_t{1} << 20;
 
 OpInstance instantiate(const Workload& w);
 /// The workload with optional keys at their defaults left out, so that two spellings of the

@@ -213,6 +213,7 @@ bool GlobalModel::try_load(const std::string& stamp_text, const WarnFn& warn) {
         stamp.value("layout", "") != layout_) {
       return false;  // stale: the DB has changed since (or another target): refit quietly
     }
+    if (!stamp.at("rows").is_number_unsigned()) return false;  // a float past size_t is undefined
     size_t rows = stamp.at("rows").get<size_t>();
     std::set<std::string> workloads = stamp.at("workloads").get<std::set<std::string>>();
     if (rows == 0) {
@@ -297,6 +298,8 @@ std::shared_ptr<GlobalModel> GlobalModel::load_pretrained(const std::string& pat
                   expected);
     g->model_ = std::move(model);
     g->target_key_ = j.at("target").get<std::string>();
+    // A float converted to size_t past its range is undefined behaviour: whole counts only.
+    if (!j.at("rows").is_number_unsigned()) throw_error("'rows' is not a count");
     g->rows_ = j.at("rows").get<size_t>();
     g->workloads_ = j.at("workloads").get<std::set<std::string>>();
     g->pretrained_ = true;

@@ -133,6 +133,20 @@ TEST(Jsonl, WrongTypesAndUnknownErrorKindsAreRejected) {
     EXPECT_NE(std::string(e.what()).find("'cores' has the wrong type"), std::string::npos)
         << e.what();
   }
+  // Found by fuzz/record_fuzzer.cpp: a float or a number out of range in a whole-number field
+  // was converted unchecked (undefined behaviour).
+  for (const char* cores : {"2.5", "1e25", "-3000000000", "18446744073709551615"}) {
+    std::string out_of_range = line;
+    out_of_range.replace(out_of_range.find("\"cores\":2"), 9, std::string("\"cores\":") + cores);
+    try {
+      record_from_json(out_of_range);
+      ADD_FAILURE() << cores;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'cores' is not a whole number in range"),
+                std::string::npos)
+          << e.what();
+    }
+  }
   EXPECT_EQ(record_from_json(line).key(), a.records()[0].key());
 }
 

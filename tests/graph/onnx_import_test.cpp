@@ -180,6 +180,12 @@ TEST(GraphOnnxImport, NumbersPastWhatShapesCanHoldAreRefused) {
   EXPECT_NE(e.find("node 'reshape1' (Reshape): the shape [3] has too many elements"),
             std::string::npos)
       << e;
+  // A kernel_shape of one number was compared with the weights' two (a heap read past it).
+  m = small_model();
+  add_ints(m.mutable_graph()->mutable_node(0), "kernel_shape", {3});
+  EXPECT_NE(error_of(m).find("node 'conv1' (Conv): kernel_shape disagrees with the weights"),
+            std::string::npos)
+      << error_of(m);
   // tessera's internal ops and attributes cannot be smuggled in by a file.
   m = small_model("tessera.PixelShuffle");
   EXPECT_NE(error_of(m).find("'tessera.PixelShuffle' is not an ONNX operator"), std::string::npos);

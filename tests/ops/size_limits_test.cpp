@@ -32,6 +32,20 @@ TEST(SizeLimits, WorkloadWhoseTensorsOverflowIsRefused) {
   EXPECT_NO_THROW(instantiate(parse_workload("matmul:M=4096,N=4096,K=4096")));
 }
 
+// Found by fuzz/workload_fuzzer.cpp: a key the operator does not bound itself (a padding) past
+// 2^62 overflowed the shape arithmetic.
+TEST(SizeLimits, EveryWorkloadKeyIsBounded) {
+  std::string e = error_of([] {
+    instantiate(
+        parse_workload("conv2d_bias_relu:N=4,C=3,H=5,W=5,O=1,K=6,S=1,P=6666665583332333333"));
+  });
+  EXPECT_NE(e.find("P=6666665583332333333 is too large"), std::string::npos) << e;
+  EXPECT_NE(error_of([] {
+              instantiate(parse_workload("conv2d:N=1,C=2,H=5,W=5,O=2,K=3,S=1,P=-2000000"));
+            }).find("P=-2000000 is too large"),
+            std::string::npos);
+}
+
 // Found by fuzz/workload_fuzzer.cpp: small arguments, but a padded input of 2^34 elements inside.
 TEST(SizeLimits, IntermediateBuffersCountToo) {
   std::string e = error_of(
