@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "graph/op_attrs.h"
 #include "te/error.h"
@@ -27,8 +28,21 @@ std::vector<int64_t> constant_ints(const Node& n, const Graph& g, size_t i, cons
   if (it == g.constants.end())
     throw_error("{}: {} '{}' is not a constant (dynamic shapes are not supported)", n.where(), what,
                 n.inputs[i]);
+  // Shape operands (pads, repeats, sizes, axes) within what a dimension may be, as integer
+  // attributes are (onnx_import.cpp): Pad's arithmetic on 2^62 overflowed (the ONNX fuzzer).
+  // Slice's starts and ends past it mean "to the end" and are clamped instead.
+  constexpr int64_t kBound = (int64_t{1} << 31) - 1;
+  const bool clamp =
+      n.op == "Slice" && (std::string_view(what) == "starts" || std::string_view(what) == "ends");
   std::vector<int64_t> out;
-  for (double d : it->second.data) out.push_back(saturated_int(d));
+  for (double d : it->second.data) {
+    int64_t v = saturated_int(d);
+    if (clamp) v = std::clamp(v, -kBound, kBound);
+    if (v < -kBound || v > kBound)
+      throw_error("{}: {} value {} is out of range (at most 2^31 - 1 either way)", n.where(), what,
+                  v);
+    out.push_back(v);
+  }
   return out;
 }
 

@@ -180,6 +180,21 @@ TEST(GraphOnnxImport, NumbersPastWhatShapesCanHoldAreRefused) {
   EXPECT_NE(e.find("node 'reshape1' (Reshape): the shape [3] has too many elements"),
             std::string::npos)
       << e;
+  // Pads of 2^62 and more (as an int64 tensor) overflowed Pad's shape arithmetic.
+  m = small_model();
+  g = m.mutable_graph();
+  onnx::TensorProto* pads = g->add_initializer();
+  pads->set_name("pads");
+  pads->set_data_type(onnx::TensorProto::INT64);
+  pads->add_dims(4);
+  for (int64_t p : {int64_t{0}, int64_t{1} << 62, int64_t{0}, int64_t{1} << 62})
+    pads->add_int64_data(p);
+  add_node(g, "Pad", "pad1", {"y", "pads"}, "padded");
+  g->mutable_output(0)->set_name("padded");
+  e = error_of(m);
+  EXPECT_NE(e.find("node 'pad1' (Pad): pads value 4611686018427387904 is out of range"),
+            std::string::npos)
+      << e;
   // A kernel_shape of one number was compared with the weights' two (a heap read past it).
   m = small_model();
   add_ints(m.mutable_graph()->mutable_node(0), "kernel_shape", {3});
