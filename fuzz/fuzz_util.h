@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,25 +21,6 @@ namespace tessera::fuzz {
   std::fprintf(stderr, "FINDING on input \"%.*s\": %s\n", static_cast<int>(input.size()),
                input.data(), what.c_str());
   std::abort();
-}
-
-/// One array per argument of p: inputs random in [-1, 1] (integers in [-5, 5]), outputs NaN so
-/// that an output the program never writes shows.
-inline std::vector<std::vector<double>> random_args(const Program& p, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> integer(-5, 5);
-  std::vector<std::vector<double>> args;
-  for (const Buffer& b : p.inputs) {
-    std::vector<double> v(b->num_elements());
-    for (double& x : v) {
-      x = is_float(b->dtype) ? real(rng) : integer(rng);
-      if (b->dtype == DType::kFloat32) x = static_cast<float>(x);
-    }
-    args.push_back(std::move(v));
-  }
-  for (const Buffer& b : p.outputs) args.emplace_back(b->num_elements(), std::nan(""));
-  return args;
 }
 
 /// Elements of every buffer the interpreter would hold for p: its arguments and what it allocates.

@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!r) return 0;
   // A rule may pad a buffer far past the operator (pack to a large factor): not interpreted.
   if (fuzz::held_elements(r.program()) > (1 << 16)) return 0;
-  auto expected = fuzz::random_args(op.program, 7);
+  auto expected = random_args(op.program, 7);
   auto actual = expected;
   interpret(op.program, expected);
   try {

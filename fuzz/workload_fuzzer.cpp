@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::finding(text, "canonical text " + canonical + " is not canonical");
   // The interpreter takes about 20 ns a step: keep each input under a millisecond or so.
   if (fuzz::held_elements(op.program) > (1 << 12) || op.flops > (1 << 16)) return 0;
-  auto expected = fuzz::random_args(op.program, 3);
+  auto expected = random_args(op.program, 3);
   auto actual = expected;
   op.reference(expected);
   try {

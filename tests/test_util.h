@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -14,23 +13,7 @@
 
 namespace tessera::testing {
 
-/// One array per argument of p: inputs random in [-1, 1] (integers in [-5, 5]), outputs NaN.
-inline std::vector<std::vector<double>> random_args(const Program& p, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> integer(-5, 5);
-  std::vector<std::vector<double>> args;
-  for (const Buffer& b : p.inputs) {
-    std::vector<double> v(b->num_elements());
-    for (double& x : v) {
-      x = is_float(b->dtype) ? real(rng) : integer(rng);
-      if (b->dtype == DType::kFloat32) x = static_cast<float>(x);
-    }
-    args.push_back(std::move(v));
-  }
-  for (const Buffer& b : p.outputs) args.emplace_back(b->num_elements(), std::nan(""));
-  return args;
-}
+using tessera::random_args;  // tir/interpreter.h
 
 /// Element-wise closeness of the outputs (the last `outputs` arrays).
 inline ::testing::AssertionResult outputs_close(const std::vector<std::vector<double>>& actual,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <unordered_map>
 
 #include "te/error.h"
@@ -217,6 +218,23 @@ void interpret(const Program& p, std::vector<std::vector<double>>& args) {
     in.bind(bufs[i], &args[i]);
   }
   in.exec(p.body);
+}
+
+std::vector<std::vector<double>> random_args(const Program& p, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> integer(-5, 5);
+  std::vector<std::vector<double>> args;
+  for (const Buffer& b : p.inputs) {
+    std::vector<double> v(b->num_elements());
+    for (double& x : v) {
+      x = is_float(b->dtype) ? real(rng) : integer(rng);
+      if (b->dtype == DType::kFloat32) x = static_cast<float>(x);
+    }
+    args.push_back(std::move(v));
+  }
+  for (const Buffer& b : p.outputs) args.emplace_back(b->num_elements(), std::nan(""));
+  return args;
 }
 
 }  // namespace tessera

@@ -46,6 +46,15 @@ void add_float(onnx::GraphProto* g, const std::string& name, const std::vector<i
   t->set_raw_data(raw);
 }
 
+// A 1-D int64 initializer (a shape operand).
+void add_int64s(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& values) {
+  onnx::TensorProto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
 onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, const std::string& name,
                           std::vector<std::string> in, const std::string& out) {
   onnx::NodeProto* n = g->add_node();
@@ -169,11 +178,7 @@ TEST(GraphOnnxImport, NumbersPastWhatShapesCanHoldAreRefused) {
   // A Reshape target whose product passes 2^63.
   m = small_model();
   onnx::GraphProto* g = m.mutable_graph();
-  onnx::TensorProto* shape = g->add_initializer();
-  shape->set_name("target");
-  shape->set_data_type(onnx::TensorProto::INT64);
-  shape->add_dims(3);
-  for (int64_t d : {int64_t{1} << 40, int64_t{1} << 40, int64_t{-1}}) shape->add_int64_data(d);
+  add_int64s(g, "target", {int64_t{1} << 40, int64_t{1} << 40, -1});
   add_node(g, "Reshape", "reshape1", {"y", "target"}, "z");
   g->mutable_output(0)->set_name("z");
   e = error_of(m);
@@ -183,12 +188,7 @@ TEST(GraphOnnxImport, NumbersPastWhatShapesCanHoldAreRefused) {
   // Pads of 2^62 and more (as an int64 tensor) overflowed Pad's shape arithmetic.
   m = small_model();
   g = m.mutable_graph();
-  onnx::TensorProto* pads = g->add_initializer();
-  pads->set_name("pads");
-  pads->set_data_type(onnx::TensorProto::INT64);
-  pads->add_dims(4);
-  for (int64_t p : {int64_t{0}, int64_t{1} << 62, int64_t{0}, int64_t{1} << 62})
-    pads->add_int64_data(p);
+  add_int64s(g, "pads", {0, int64_t{1} << 62, 0, int64_t{1} << 62});
   add_node(g, "Pad", "pad1", {"y", "pads"}, "padded");
   g->mutable_output(0)->set_name("padded");
   e = error_of(m);
