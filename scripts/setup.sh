@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev sqlite3 libxgboost-dev
-  libonnx-dev libprotobuf-dev protobuf-compiler python3-venv
+  libonnx-dev libprotobuf-dev protobuf-compiler libtorch-dev python3-venv
   "$@"
 )
 

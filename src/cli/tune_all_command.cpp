@@ -154,8 +154,9 @@ void add_tune_all_options(CLI::App* app, TuneAllArgs& a, bool allow_zero_trials)
                   allow_zero_trials ? "Trials for all tasks together (0: tune nothing)"
                                     : "Trials for all tasks together")
       ->check(allow_zero_trials ? non_negative_number() : positive_number());
-  app->add_option("--tuner", a.params.tune.tuner, "xgb (rank loss), xgb-reg, random, grid or ga")
-      ->check(CLI::IsMember({"xgb", "xgb-reg", "random", "grid", "ga"}));
+  app->add_option("--tuner", a.params.tune.tuner,
+                  "xgb (rank loss), xgb-reg, treegru (rank loss), treegru-reg, random, grid or ga")
+      ->check(CLI::IsMember({"xgb", "xgb-reg", "treegru", "treegru-reg", "random", "grid", "ga"}));
   app->add_option("--features", a.params.tune.features,
                   "Cost-model features: relation (default), context or knob")
       ->check(CLI::IsMember({"relation", "context", "knob"}));

@@ -300,8 +300,10 @@ TuneCommands add_tune_commands(CLI::App& app) {
       ->required();
   c.tune->add_option("--trials,-n", t.params.trials, "Configurations to measure")
       ->check(positive_number());
-  c.tune->add_option("--tuner", t.params.tuner, "xgb (rank loss), xgb-reg, random, grid or ga")
-      ->check(CLI::IsMember({"xgb", "xgb-reg", "random", "grid", "ga"}));
+  c.tune
+      ->add_option("--tuner", t.params.tuner,
+                   "xgb (rank loss), xgb-reg, treegru (rank loss), treegru-reg, random, grid or ga")
+      ->check(CLI::IsMember({"xgb", "xgb-reg", "treegru", "treegru-reg", "random", "grid", "ga"}));
   c.tune
       ->add_option("--features", t.params.features,
                    "Cost-model features: relation (default), context or knob; knob "

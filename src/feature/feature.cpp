@@ -9,6 +9,7 @@
 #include <exception>
 
 #include "feature/loop_stats.h"
+#include "te/error.h"
 
 namespace tessera {
 namespace {
@@ -19,6 +20,7 @@ constexpr int kBufferSlots = 5;   // buffer touches per loop, most accessed firs
 constexpr int kRelationAxes = 7;  // per-loop features the relation features relate
 constexpr int kThresholds = 12;   // beta_t = 2t in log2 units: 4, 16, ..., 2^24
 constexpr float kThresholdStep = 2;
+constexpr int kTreeNodes = 32;  // loop slots of kTree: enough for every template's main nest
 
 float lg(double x) {
   return static_cast<float>(std::log2(1.0 + std::max(x, 0.0)));
@@ -77,9 +79,9 @@ constexpr const char* kSlotNames[] = {"log_stride", "log_count", "log_bytes", "l
 constexpr int kLoopScalars = sizeof(kLoopScalarNames) / sizeof(kLoopScalarNames[0]);
 constexpr int kSlotFeatures = sizeof(kSlotNames) / sizeof(kSlotNames[0]);
 
-// One loop's context vector; l == nullptr pads with zeros.
+// One loop's context vector; l == nullptr pads with zeros. Names are `<prefix><index>.<name>`.
 template <typename Sink>
-void emit_loop(const LoopStats* l, int index, Sink& out) {
+void emit_loop(const LoopStats* l, int index, Sink& out, const char* prefix = "ctx") {
   float scalars[kLoopScalars] = {};
   if (l) {
     float v[kLoopScalars] = {lg(double(l->extent)),
@@ -99,7 +101,7 @@ void emit_loop(const LoopStats* l, int index, Sink& out) {
     std::copy(std::begin(v), std::end(v), scalars);
   }
   for (int f = 0; f < kLoopScalars; ++f) {
-    out.add(scalars[f], [&] { return fmt::format("ctx{}.{}", index, kLoopScalarNames[f]); });
+    out.add(scalars[f], [&] { return fmt::format("{}{}.{}", prefix, index, kLoopScalarNames[f]); });
   }
   for (int b = 0; b < kBufferSlots; ++b) {
     float slot[kSlotFeatures] = {};
@@ -112,7 +114,8 @@ void emit_loop(const LoopStats* l, int index, Sink& out) {
       slot[4] = t.write ? 1.0f : 0.0f;
     }
     for (int f = 0; f < kSlotFeatures; ++f) {
-      out.add(slot[f], [&] { return fmt::format("ctx{}.buf{}.{}", index, b, kSlotNames[f]); });
+      out.add(slot[f],
+              [&] { return fmt::format("{}{}.buf{}.{}", prefix, index, b, kSlotNames[f]); });
     }
   }
 }
@@ -191,19 +194,78 @@ void emit_relation(const ProgramStats& s, Sink& out) {
   }
 }
 
+// The loops kTree keeps, in slot order: the main nest first (where the time goes when there are
+// more loops than slots), every nest in pre-order so that a parent's slot precedes its children's.
+std::vector<int> tree_slots(const ProgramStats& s) {
+  int n = static_cast<int>(s.loops.size());
+  std::vector<int> nest(n, -1);
+  for (int k = 0; k < n; ++k) nest[k] = s.loops[k].parent < 0 ? k : nest[s.loops[k].parent];
+  int main_nest = s.main_path.empty() ? -1 : nest[s.main_path.front()];
+  std::vector<int> order;
+  for (int k = 0; k < n; ++k)
+    if (nest[k] == main_nest) order.push_back(k);
+  for (int k = 0; k < n; ++k)
+    if (nest[k] != main_nest) order.push_back(k);
+  if (static_cast<int>(order.size()) > kTreeNodes) order.resize(kTreeNodes);
+  return order;
+}
+
+template <typename Sink>
+void emit_tree(const ProgramStats& s, Sink& out) {
+  emit_globals(s, out);
+  std::vector<int> order = tree_slots(s);
+  std::vector<int> slot_of(s.loops.size(), -1);
+  for (size_t i = 0; i < order.size(); ++i) slot_of[order[i]] = static_cast<int>(i);
+  for (int i = 0; i < kTreeNodes; ++i) {
+    const LoopStats* l = i < static_cast<int>(order.size()) ? &s.loops[order[i]] : nullptr;
+    out.add(l ? 1.0f : 0.0f, [&] { return fmt::format("node{}.present", i); });
+    float parent = l && l->parent >= 0 ? static_cast<float>(slot_of[l->parent] + 1) : 0.0f;
+    out.add(parent, [&] { return fmt::format("node{}.parent", i); });
+    emit_loop(l, i, out, "node");
+  }
+}
+
 template <typename Sink>
 void emit(const ProgramStats& s, FeatureKind kind, Sink& out) {
-  if (kind == FeatureKind::kContext) {
-    emit_context(s, out);
-  } else {
-    emit_relation(s, out);
+  switch (kind) {
+    case FeatureKind::kContext:
+      emit_context(s, out);
+      break;
+    case FeatureKind::kTree:
+      emit_tree(s, out);
+      break;
+    case FeatureKind::kRelation:
+      emit_relation(s, out);
+      break;
   }
 }
 
 }  // namespace
 
 const char* feature_kind_name(FeatureKind kind) {
-  return kind == FeatureKind::kContext ? "context" : "relation";
+  switch (kind) {
+    case FeatureKind::kContext:
+      return "context";
+    case FeatureKind::kTree:
+      return "tree";
+    case FeatureKind::kRelation:
+      break;
+  }
+  return "relation";
+}
+
+FeatureKind parse_feature_kind(const std::string& name) {
+  for (FeatureKind kind : {FeatureKind::kRelation, FeatureKind::kContext, FeatureKind::kTree}) {
+    if (name == feature_kind_name(kind)) return kind;
+  }
+  throw_error("unknown loop-program features '{}' (relation, context, tree)", name);
+}
+
+TreeLayout tree_layout() {
+  std::vector<std::string> globals;
+  NameSink sink{&globals};
+  emit_globals(ProgramStats{}, sink);
+  return {globals.size(), kTreeNodes, 2 + kLoopScalars + kBufferSlots * kSlotFeatures};
 }
 
 std::vector<std::string> feature_names(FeatureKind kind) {
@@ -216,7 +278,16 @@ std::vector<std::string> feature_names(FeatureKind kind) {
 size_t feature_length(FeatureKind kind) {
   static const size_t relation = feature_names(FeatureKind::kRelation).size();
   static const size_t context = feature_names(FeatureKind::kContext).size();
-  return kind == FeatureKind::kContext ? context : relation;
+  static const size_t tree = feature_names(FeatureKind::kTree).size();
+  switch (kind) {
+    case FeatureKind::kContext:
+      return context;
+    case FeatureKind::kTree:
+      return tree;
+    case FeatureKind::kRelation:
+      break;
+  }
+  return relation;
 }
 
 std::vector<float> extract_features(const Program& p, FeatureKind kind) {

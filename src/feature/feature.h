@@ -18,10 +18,27 @@ enum class FeatureKind {
   /// Program totals plus the flattened loop-context vectors of the main nest, innermost loop
   /// first, padded or truncated to a fixed number of loops.
   kContext,
+  /// The loop tree itself, for models that read structure (the TreeGRU): program totals, then a
+  /// fixed number of node slots, each a loop's presence, its parent's slot and its loop-context
+  /// vector. Loops of the nest with the most float operations come first, each nest in pre-order
+  /// (parents before children); loops past the last slot are left out.
+  kTree,
 };
 
-/// "relation" or "context".
+/// Where the parts of a kTree row are: `globals` program totals, then `nodes` slots of
+/// `node_width` floats: [present (0/1), parent (its slot + 1; 0: none), loop context...].
+struct TreeLayout {
+  size_t globals;
+  size_t nodes;
+  size_t node_width;
+};
+TreeLayout tree_layout();
+
+/// "relation", "context" or "tree".
 const char* feature_kind_name(FeatureKind kind);
+
+/// The kind a name names; throws tessera::Error for another name.
+FeatureKind parse_feature_kind(const std::string& name);
 
 /// The number of floats extract_features returns for `kind`, whatever the program.
 size_t feature_length(FeatureKind kind);

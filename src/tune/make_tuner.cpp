@@ -5,6 +5,7 @@
 
 #include "feature/feature.h"
 #include "model/transfer_model.h"
+#include "model/treegru_model.h"
 #include "model/xgboost_model.h"
 #include "te/error.h"
 #include "tune/baseline_tuners.h"
@@ -20,8 +21,8 @@ std::function<bool(const Config&, std::vector<float>*)> make_feature_fn(
       return true;
     };
   }
-  if (features == "relation" || features == "context") {
-    FeatureKind kind = features == "relation" ? FeatureKind::kRelation : FeatureKind::kContext;
+  if (features == "relation" || features == "context" || features == "tree") {
+    FeatureKind kind = parse_feature_kind(features);
     // The program is what the model sees: features of the rewritten loop program, not the knobs.
     return [&space, program, kind](const Config& c, std::vector<float>* out) {
       RewriteResult<Program> r = space.instantiate(c)(program);
@@ -30,16 +31,36 @@ std::function<bool(const Config&, std::vector<float>*)> make_feature_fn(
       return true;
     };
   }
-  throw_error("unknown features '{}' (relation, context, knob)", features);
+  throw_error("unknown features '{}' (relation, context, tree, knob)", features);
 }
 
+bool is_xgb_tuner(const std::string& tuner) {
+  return tuner == "xgb" || tuner == "xgb-reg";
+}
+bool is_treegru_tuner(const std::string& tuner) {
+  return tuner == "treegru" || tuner == "treegru-reg";
+}
+
+namespace {
+bool model_tuner_transfer_asked(const TuneParams& params) {
+  return params.transfer == "on" || !params.pretrained.empty();
+}
+}  // namespace
+
 void check_tuner_names(const TuneParams& params) {
-  static const std::set<std::string> tuners{"xgb", "xgb-reg", "random", "grid", "ga"};
+  static const std::set<std::string> tuners{"xgb",    "xgb-reg", "treegru", "treegru-reg",
+                                            "random", "grid",    "ga"};
   static const std::set<std::string> features{"relation", "context", "knob"};
   if (!tuners.count(params.tuner))
-    throw_error("unknown tuner '{}' (xgb, xgb-reg, random, grid, ga)", params.tuner);
+    throw_error("unknown tuner '{}' (xgb, xgb-reg, treegru, treegru-reg, random, grid, ga)",
+                params.tuner);
   if (!features.count(params.features))
     throw_error("unknown features '{}' (relation, context, knob)", params.features);
+  // Transfer is XGBoost's global model under a local correction (model/transfer_model.h).
+  if (!is_xgb_tuner(params.tuner) && model_tuner_transfer_asked(params)) {
+    throw_error("{} needs an xgb tuner (xgb, xgb-reg), not {}",
+                params.pretrained.empty() ? "--transfer on" : "--pretrained", params.tuner);
+  }
 }
 
 std::unique_ptr<Tuner> make_tuner(const ConfigSpace& space, const OpInstance& op,
@@ -51,8 +72,17 @@ std::unique_ptr<Tuner> make_tuner(const ConfigSpace& space, const OpInstance& op
     return std::make_unique<GeneticTuner>(space, params.seed, params.ga_population,
                                           params.ga_mutation);
   }
-  if (params.tuner != "xgb" && params.tuner != "xgb-reg") {
-    throw_error("unknown tuner '{}' (xgb, xgb-reg, random, grid, ga)", params.tuner);
+  if (is_treegru_tuner(params.tuner)) {
+    TreeGRUParams gru;
+    gru.objective = params.tuner == "treegru" ? TreeGRUParams::Objective::kRank
+                                              : TreeGRUParams::Objective::kRegression;
+    gru.seed = params.seed;
+    return std::make_unique<ModelTuner>(space, params, std::make_unique<TreeGRUModel>(gru),
+                                        make_feature_fn(space, op.program, "tree"));
+  }
+  if (!is_xgb_tuner(params.tuner)) {
+    throw_error("unknown tuner '{}' (xgb, xgb-reg, treegru, treegru-reg, random, grid, ga)",
+                params.tuner);
   }
   XGBoostParams xgb;
   xgb.objective = params.tuner == "xgb" ? XGBoostParams::Objective::kRank

@@ -205,8 +205,8 @@ std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params,
                                                  const WarnFn& warn) {
   if (params.transfer == "off")
     throw_error("--pretrained and --transfer off contradict each other");
-  if (params.tuner != "xgb" && params.tuner != "xgb-reg")
-    throw_error("--pretrained needs a model tuner (xgb, xgb-reg), not {}", params.tuner);
+  if (!is_xgb_tuner(params.tuner))
+    throw_error("--pretrained needs an xgb tuner (xgb, xgb-reg), not {}", params.tuner);
   std::shared_ptr<GlobalModel> g = GlobalModel::load_pretrained(params.pretrained, params.seed);
   if (g->features() != params.features)
     throw_error("{} was trained on {} features: tune with --features {}", params.pretrained,
@@ -251,10 +251,12 @@ std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const
     info->reason = "--transfer off";
     return nullptr;
   }
-  if (params.tuner != "xgb" && params.tuner != "xgb-reg") {
+  if (!is_xgb_tuner(params.tuner)) {
     if (params.transfer == "on")
-      throw_error("--transfer on needs a model tuner (xgb, xgb-reg), not {}", params.tuner);
-    info->reason = "the " + params.tuner + " tuner has no cost model";
+      throw_error("--transfer on needs an xgb tuner (xgb, xgb-reg), not {}", params.tuner);
+    info->reason = is_treegru_tuner(params.tuner)
+                       ? "the TreeGRU learns from this workload's trials only"
+                       : "the " + params.tuner + " tuner has no cost model";
     return nullptr;
   }
   if (!db) {

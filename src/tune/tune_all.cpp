@@ -96,11 +96,11 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   check_tuner_names(tp);
   if (tp.transfer != "on" && tp.transfer != "off" && tp.transfer != "auto")
     throw_error("--transfer must be on, off or auto, not '{}'", tp.transfer);
-  bool model_tuner = tp.tuner == "xgb" || tp.tuner == "xgb-reg";
+  bool model_tuner = is_xgb_tuner(tp.tuner);
   if (tp.retime_top > 0 && tp.retime_rounds <= 0)
     throw_error("--retime-rounds must be positive, not {}", tp.retime_rounds);
   if (tp.transfer == "on" && !model_tuner)
-    throw_error("--transfer on needs a model tuner (xgb, xgb-reg), not {}", tp.tuner);
+    throw_error("--transfer on needs an xgb tuner (xgb, xgb-reg), not {}", tp.tuner);
   // Across tasks transfer is on unless asked off: the tasks' own records feed it as they come.
   bool transfer = model_tuner && tp.transfer != "off";
 

@@ -16,8 +16,10 @@ namespace tessera {
 
 /// Options of a tuning run. Defaults follow AutoTVM's XGBTuner where it has one.
 struct TuneParams {
-  std::string tuner = "xgb";          // xgb (rank loss), xgb-reg (regression), random, grid, ga
-  std::string features = "relation";  // relation | context | knob
+  /// xgb (rank loss), xgb-reg (regression), treegru, treegru-reg, random, grid, ga
+  std::string tuner = "xgb";
+  /// XGBoost's features: relation | context | knob (the TreeGRU always reads the loop tree)
+  std::string features = "relation";
   int trials = 256;
   int batch_size = 64;  // b: configurations measured between model updates
   // Simulated annealing over the model (AutoTVM: 128 chains, 500 steps, early stop 50).
@@ -80,6 +82,12 @@ class Tuner {
 };
 
 class TransferModel;
+
+/// Tuners whose cost model is XGBoost (xgb, xgb-reg): the ones transfer learning serves, since
+/// the global model and the pretrained model are boosted trees a local model corrects.
+bool is_xgb_tuner(const std::string& tuner);
+/// Tuners whose cost model is the TreeGRU (treegru, treegru-reg); they read kTree features.
+bool is_treegru_tuner(const std::string& tuner);
 
 /// The tuner `params.tuner` names, for the space of `op`; throws tessera::Error on an unknown name.
 /// With `transfer` given, an xgb/xgb-reg tuner's model is a TransferModel (model/

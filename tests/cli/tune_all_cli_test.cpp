@@ -36,7 +36,9 @@ TEST(CliTuneAll, BadInputIsOneLineAndExitCode2) {
       {"tune-all", "needs a task FILE or --model"},
       {"tune-all " + list + " --model resnet18-convs", "one of them"},
       {"tune-all --model resnet18-convs --transfer maybe", "--transfer"},
-      {"tune-all --model resnet18-convs --transfer on --tuner random", "needs a model tuner"},
+      {"tune-all --model resnet18-convs --transfer on --tuner random", "needs an xgb tuner"},
+      {"tune matmul:M=4,N=4,K=4 --transfer on --tuner treegru", "needs an xgb tuner"},
+      {"tune matmul:M=4,N=4,K=4 --pretrained x.bin --tuner treegru", "needs an xgb tuner"},
       {"tune matmul:M=4,N=4,K=4 --transfer sometimes", "--transfer"},
       {"tune matmul:M=4,N=4,K=4 --retime-rounds 0", "--retime-rounds"},
       {"tune-all --model resnet18-convs --retime -1", "--retime: Value -1 not in range 0"},
@@ -213,6 +215,27 @@ TEST(CliPretrain, TrainsOnSeveralDbsAndTuningStartsFromIt) {
     EXPECT_NE(o.out.find(message), std::string::npos) << o.out;
   }
   for (const std::string& f : {a, b, model, list}) std::filesystem::remove(f);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CliTune, TheTreeGruTunerTunesAndSaysItTransfersNothing) {
+  std::string db = temp_path("treegru.db");
+  auto o = run_cli(
+      "tune matmul:M=16,N=32,K=16 --tuner treegru --trials 12 --batch 4 --threads 1 "
+      "--retime 0 --json --db " +
+      db);
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  size_t json_start = o.out.find("\n{\n");
+  ASSERT_NE(json_start, std::string::npos) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out.substr(json_start + 1));
+  EXPECT_EQ(j["trials"], 12) << j.dump();
+  EXPECT_GT(j["best_gflops"].get<double>(), 0);
+  EXPECT_FALSE(j["transfer"]["used"].get<bool>());
+  EXPECT_NE(j["transfer"]["reason"].get<std::string>().find("TreeGRU"), std::string::npos);
+  std::filesystem::remove(db);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "feature/loop_stats.h"
 #include "ops/workload.h"
 #include "schedule/strategy_parser.h"
+#include "te/error.h"
 
 namespace tessera {
 namespace {
@@ -46,7 +47,7 @@ float feature(const std::vector<float>& v, FeatureKind kind, const std::string& 
 }
 
 TEST(Feature, FixedLengthWhateverTheLoopStructure) {
-  for (FeatureKind kind : {FeatureKind::kRelation, FeatureKind::kContext}) {
+  for (FeatureKind kind : {FeatureKind::kRelation, FeatureKind::kContext, FeatureKind::kTree}) {
     std::vector<std::string> names = feature_names(kind);
     EXPECT_EQ(names.size(), feature_length(kind));
     EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
@@ -58,6 +59,12 @@ TEST(Feature, FixedLengthWhateverTheLoopStructure) {
   }
   EXPECT_EQ(feature_length(FeatureKind::kContext), 328u);
   EXPECT_EQ(feature_length(FeatureKind::kRelation), 548u);
+  TreeLayout t = tree_layout();
+  EXPECT_EQ(feature_length(FeatureKind::kTree), t.globals + t.nodes * t.node_width);
+  EXPECT_EQ(t.node_width, 2u + 39u);  // presence, parent, one loop-context vector
+  for (FeatureKind kind : {FeatureKind::kRelation, FeatureKind::kContext, FeatureKind::kTree})
+    EXPECT_EQ(parse_feature_kind(feature_kind_name(kind)), kind);
+  EXPECT_THROW(parse_feature_kind("knob"), Error);
   // A program without loops still has every feature.
   Program empty;
   EXPECT_EQ(extract_features(empty, FeatureKind::kRelation).size(),
@@ -66,7 +73,7 @@ TEST(Feature, FixedLengthWhateverTheLoopStructure) {
 
 TEST(Feature, DeterministicAndBatchedExtractionAgrees) {
   std::vector<Program> programs = varied_programs();
-  for (FeatureKind kind : {FeatureKind::kRelation, FeatureKind::kContext}) {
+  for (FeatureKind kind : {FeatureKind::kRelation, FeatureKind::kContext, FeatureKind::kTree}) {
     std::vector<std::vector<float>> batch = extract_features(programs, kind, 2);
     ASSERT_EQ(batch.size(), programs.size());
     for (size_t i = 0; i < programs.size(); ++i) {
@@ -123,13 +130,62 @@ TEST(Feature, BlockedMatmulSeesAnnotationsAndStages) {
   EXPECT_FLOAT_EQ(feature(r, FeatureKind::kRelation, "max.parallel.log_extent"), std::log2(5.0f));
 }
 
+// The tree row holds the loop nest itself: the main nest first, every node's parent before it,
+// the loops' context vectors as kContext computes them.
+TEST(Feature, TreeRowsAreTheLoopNestMainNestFirst) {
+  Program p = scheduled("matmul:M=64,N=64,K=64", "id");
+  ProgramStats s = analyze_loops(p);
+  ASSERT_EQ(s.loops.size(), 5u);  // init nest (i, j), update nest (i, j, k)
+  std::vector<float> v = extract_features(p, FeatureKind::kTree);
+  auto f = [&](const std::string& n) { return feature(v, FeatureKind::kTree, n); };
+  // Slots 0-2: the update nest i > j > k; slots 3-4: the init nest; slot 5 on: empty.
+  EXPECT_FLOAT_EQ(f("node0.present"), 1);
+  EXPECT_FLOAT_EQ(f("node0.parent"), 0);
+  EXPECT_FLOAT_EQ(f("node1.parent"), 1);
+  EXPECT_FLOAT_EQ(f("node2.parent"), 2);
+  EXPECT_FLOAT_EQ(f("node2.innermost"), 1);
+  EXPECT_FLOAT_EQ(f("node2.log_fma"), std::log2(65.0f));
+  EXPECT_FLOAT_EQ(f("node3.parent"), 0);
+  EXPECT_FLOAT_EQ(f("node4.parent"), 4);
+  EXPECT_FLOAT_EQ(f("node4.log_fma"), 0);
+  EXPECT_FLOAT_EQ(f("node5.present"), 0);
+  EXPECT_FLOAT_EQ(f("node5.log_extent"), 0);
+  // The innermost update loop's vector is kContext's ctx0.
+  std::vector<float> c = extract_features(p, FeatureKind::kContext);
+  std::vector<std::string> tree_names = feature_names(FeatureKind::kTree);
+  std::vector<std::string> context_names = feature_names(FeatureKind::kContext);
+  for (size_t i = 0; i < tree_names.size(); ++i) {
+    if (tree_names[i].rfind("node2.", 0) != 0 || tree_names[i] == "node2.present" ||
+        tree_names[i] == "node2.parent")
+      continue;
+    std::string ctx = "ctx0." + tree_names[i].substr(6);
+    EXPECT_FLOAT_EQ(v[i], feature(c, FeatureKind::kContext, ctx)) << tree_names[i];
+  }
+  // Every present node's parent is an earlier present slot, in every program.
+  TreeLayout t = tree_layout();
+  for (const Program& q : varied_programs()) {
+    std::vector<float> row = extract_features(q, FeatureKind::kTree);
+    size_t present = 0;
+    for (size_t i = 0; i < t.nodes; ++i) {
+      const float* node = row.data() + t.globals + i * t.node_width;
+      if (node[0] == 0) continue;
+      ++present;
+      EXPECT_LE(node[1], static_cast<float>(i)) << q.name;
+      if (node[1] > 0) {
+        EXPECT_EQ(row[t.globals + (size_t(node[1]) - 1) * t.node_width], 1);
+      }
+    }
+    EXPECT_EQ(present, std::min(t.nodes, analyze_loops(q).loops.size())) << q.name;
+  }
+}
+
 TEST(Feature, ChangeWhenTheScheduleChanges) {
   const char* w = "matmul:M=64,N=64,K=64";
   Program serial = scheduled(w, "split(j, 16) ; reorder(i, j.outer, k, j.inner)");
   Program vec = scheduled(w, "split(j, 16) ; reorder(i, j.outer, k, j.inner) ; vectorize(j.inner)");
   Program par = scheduled(w, "split(j, 16) ; reorder(i, j.outer, k, j.inner) ; parallel(i)");
   Program other = scheduled(w, "split(j, 8) ; reorder(i, j.outer, k, j.inner)");
-  for (FeatureKind kind : {FeatureKind::kRelation, FeatureKind::kContext}) {
+  for (FeatureKind kind : {FeatureKind::kRelation, FeatureKind::kContext, FeatureKind::kTree}) {
     std::vector<float> a = extract_features(serial, kind);
     EXPECT_NE(a, extract_features(vec, kind)) << feature_kind_name(kind);
     EXPECT_NE(a, extract_features(par, kind)) << feature_kind_name(kind);
