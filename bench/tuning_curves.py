@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Tuning curves as in AutoTVM's Fig. 4: best GFLOP/s against trials for several tuners and seeds.
 
-Runs `tessera tune --json` once per (workload, tuner, seed) with a fresh records DB, writes every
-curve to a CSV and draws one panel per workload into a PNG (matplotlib, from Debian's
-python3-matplotlib). Example (the full experiment takes hours on 2 cores):
+Runs `tessera tune --json` once per (workload, tuner, seed) with a fresh records DB, appends every
+curve to a CSV as soon as its run ends (a run already in the CSV is not run again, so the
+experiment can be done in pieces), prints a summary table and draws one panel per workload into
+a PNG (matplotlib, from Debian's python3-matplotlib). Tuners: xgb, xgb-reg, treegru, treegru-reg,
+ga, random. Example (the full experiment takes hours on 2 cores):
 
   python3 bench/tuning_curves.py --trials 800 --seeds 0 1 2 \
       --workloads matmul:M=1024,N=1024,K=1024 conv2d:N=1,C=64,H=56,W=56,O=64,K=3,S=1,P=1 \
@@ -54,6 +56,41 @@ def plot(rows, workloads, series_key, series, seeds, out):
     fig.savefig(out + ".png", dpi=120)
 
 
+def summary(rows, workloads, tuners, seeds):
+    """Per workload and tuner, over the seeds: final best (mean and spread), the trials to reach
+    random search's mean final best, and the share of wall time in model fitting and search."""
+    import statistics
+    print("| workload | tuner | seeds | trials | final best GFLOP/s (mean ± sd) | trials to random's final best "
+          "| model+search share |")
+    print("|---|---|---|---|---|---|---|")
+    for w in workloads:
+        def curves(t):
+            out = {}
+            for s in seeds:
+                c = [r["best_gflops"] for r in rows if r["workload"] == w and r["tuner"] == t and r["seed"] == s
+                     and r["trial"] != "seconds"]
+                if c:
+                    out[s] = c
+            return out
+        random_final = [c[-1] for c in curves("random").values()]
+        target = statistics.mean(random_final) if random_final else None
+        for t in tuners:
+            cs = curves(t)
+            if not cs:
+                continue
+            finals = [c[-1] for c in cs.values()]
+            sd = statistics.stdev(finals) if len(finals) > 1 else 0.0
+            reach = "-"
+            if target is not None:
+                hits = [next((i + 1 for i, g in enumerate(c) if g >= target), None) for c in cs.values()]
+                reach = ", ".join(str(h) if h else f">{len(c)}" for h, c in zip(hits, cs.values()))
+            times = [r["best_gflops"].split("/") for r in rows if r["workload"] == w and r["tuner"] == t
+                     and r["trial"] == "seconds" and r["seed"] in cs]
+            share = sum(float(b) for _, b in times) / max(1e-9, sum(float(a) for a, _ in times))
+            print(f"| {w} | {t} | {len(cs)} | {min(len(c) for c in cs.values())} | "
+                  f"{statistics.mean(finals):.1f} ± {sd:.1f} | {reach} | {100 * share:.1f}% |")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tessera", default="build/tessera")
@@ -66,23 +103,37 @@ def main():
     p.add_argument("--out", default="docs/tuning-curves", help="prefix of the .csv and .png written")
     args = p.parse_args()
 
+    fields = ["workload", "tuner", "seed", "trial", "best_gflops"]
+    path = args.out + ".csv"
     rows = []
+    if os.path.exists(path):
+        with open(path, newline="") as f:
+            rows = [dict(r, seed=int(r["seed"]), trial=r["trial"] if r["trial"] == "seconds" else int(r["trial"]),
+                         best_gflops=r["best_gflops"] if r["trial"] == "seconds" else float(r["best_gflops"]))
+                    for r in csv.DictReader(f)]
+    done = {(r["workload"], r["tuner"], r["seed"]) for r in rows if r["trial"] == "seconds"}
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     for w in args.workloads:
         for t in args.tuners:
             for s in args.seeds:
+                if (w, t, s) in done:
+                    continue
                 r = tune(args.tessera, w, t, s, args.trials, args.batch, args.threads)
                 print(f"{w} {t} seed {s}: best {r['best_gflops']:.1f} GFLOP/s after {r['trials']} trials, "
                       f"{r['seconds']:.0f} s ({r['tuner_seconds']:.0f} s model and search)", file=sys.stderr)
-                for i, g in enumerate(r["best_curve"]):
-                    rows.append({"workload": w, "tuner": t, "seed": s, "trial": i + 1, "best_gflops": g})
-                rows.append({"workload": w, "tuner": t, "seed": s, "trial": "seconds",
-                             "best_gflops": f"{r['seconds']:.1f}/{r['tuner_seconds']:.1f}"})
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out + ".csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["workload", "tuner", "seed", "trial", "best_gflops"])
-        writer.writeheader()
-        writer.writerows(rows)
+                run = [{"workload": w, "tuner": t, "seed": s, "trial": i + 1, "best_gflops": g}
+                       for i, g in enumerate(r["best_curve"])]
+                run.append({"workload": w, "tuner": t, "seed": s, "trial": "seconds",
+                            "best_gflops": f"{r['seconds']:.1f}/{r['tuner_seconds']:.1f}"})
+                new_file = not os.path.exists(path)
+                with open(path, "a", newline="") as f:
+                    writer = csv.DictWriter(f, fieldnames=fields)
+                    if new_file:
+                        writer.writeheader()
+                    writer.writerows(run)
+                rows += run
 
+    summary(rows, args.workloads, args.tuners, args.seeds)
     plot(rows, args.workloads, "tuner", args.tuners, args.seeds, args.out)
     print(f"wrote {args.out}.csv and {args.out}.png", file=sys.stderr)
 

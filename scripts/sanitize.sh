@@ -21,5 +21,6 @@ ninja -C build-sanitize
 # LeakSanitizer runs too (detect_leaks): a leak fails the test that made it.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp"
 # avx2.kernels repeats the kernel tests for the other vector ISA: the same host code again.
 ctest --test-dir build-sanitize --output-on-failure -j 2 -E '^avx2[.]'

@@ -75,7 +75,7 @@ def tune(workload: str, trials: int = 64, db: str = "tessera.db", *, tuner: str 
          batch_size: int = 64, progress: Progress = True) -> TuneResult:
     """Tunes one workload (``"conv2d:N=1,C=64,..."``, see ``tessera ops``) for ``trials``
     measured configurations, appending every trial to the records DB ``db`` and resuming
-    from the records it already holds. ``tuner``: xgb, xgb-reg, ga, random or grid.
+    from the records it already holds. ``tuner``: xgb, xgb-reg, treegru, treegru-reg, ga, random or grid.
     ``batch_size`` configurations are measured between model updates; ``early_stop`` > 0
     ends the run after that many trials without a better best, checked after each batch
     (``result.stopped_early``). ``progress``: True (a progress bar), False, or a callable

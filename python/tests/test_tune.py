@@ -43,3 +43,11 @@ def test_early_stop(tmp_path):
     result = tessera.tune(WORKLOAD, trials=64, db=tmp_path / "e.db", tuner="random", threads=1,
                           early_stop=1, batch_size=1, progress=False)
     assert result.stopped_early and result.trials < 64
+
+
+def test_treegru_tuner_from_python(tmp_path):
+    # The TreeGRU's network is a library the module opens on the first fit (batches of 4: the
+    # model is fitted after the first one).
+    result = tessera.tune(WORKLOAD, trials=8, db=tmp_path / "g.db", tuner="treegru", threads=1,
+                          seed=2, batch_size=4, progress=False)
+    assert result.trials == 8 and result.best_gflops > 0
