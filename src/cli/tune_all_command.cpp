@@ -156,7 +156,7 @@ void add_tune_all_options(CLI::App* app, TuneAllArgs& a, bool allow_zero_trials)
       ->check(allow_zero_trials ? non_negative_number() : positive_number());
   app->add_option("--tuner", a.params.tune.tuner,
                   "xgb (rank loss), xgb-reg, treegru (rank loss), treegru-reg, random, grid or ga")
-      ->check(CLI::IsMember({"xgb", "xgb-reg", "treegru", "treegru-reg", "random", "grid", "ga"}));
+      ->check(CLI::IsMember(tuner_names()));
   app->add_option("--features", a.params.tune.features,
                   "Cost-model features: relation (default), context or knob")
       ->check(CLI::IsMember({"relation", "context", "knob"}));

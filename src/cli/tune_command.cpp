@@ -303,7 +303,7 @@ TuneCommands add_tune_commands(CLI::App& app) {
   c.tune
       ->add_option("--tuner", t.params.tuner,
                    "xgb (rank loss), xgb-reg, treegru (rank loss), treegru-reg, random, grid or ga")
-      ->check(CLI::IsMember({"xgb", "xgb-reg", "treegru", "treegru-reg", "random", "grid", "ga"}));
+      ->check(CLI::IsMember(tuner_names()));
   c.tune
       ->add_option("--features", t.params.features,
                    "Cost-model features: relation (default), context or knob; knob "

@@ -262,10 +262,14 @@ FeatureKind parse_feature_kind(const std::string& name) {
 }
 
 TreeLayout tree_layout() {
-  std::vector<std::string> globals;
-  NameSink sink{&globals};
-  emit_globals(ProgramStats{}, sink);
-  return {globals.size(), kTreeNodes, 2 + kLoopScalars + kBufferSlots * kSlotFeatures};
+  // Counted once: the TreeGRU asks for the layout at every prediction.
+  static const size_t globals = [] {
+    std::vector<std::string> names;
+    NameSink sink{&names};
+    emit_globals(ProgramStats{}, sink);
+    return names.size();
+  }();
+  return {globals, kTreeNodes, 2 + kLoopScalars + kBufferSlots * kSlotFeatures};
 }
 
 std::vector<std::string> feature_names(FeatureKind kind) {

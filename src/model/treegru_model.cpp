@@ -10,7 +10,6 @@
 #include <numeric>
 #include <random>
 #include <sstream>
-#include <unordered_map>
 
 #include "feature/feature.h"
 #include "model/treegru_plugin.h"
@@ -50,23 +49,24 @@ struct Forest {
   }
 };
 
-Forest make_forest(const std::vector<std::vector<float>>& rows, size_t begin, size_t end) {
+// `rows` are pointers so that a training step's minibatch is built without copying its rows.
+Forest make_forest(const std::vector<const std::vector<float>*>& rows) {
   const TreeLayout t = tree_layout();
   const InputLayout in = input_layout();
   struct Node {
-    size_t row;
-    int slot;  // -1: the root
-    int depth;
-    int64_t parent_key;  // row * (slots + 1) + parent slot + 1 (0: the root)
+    int64_t key;     // row * stride + slot + 1 (+ 0: the root)
+    int64_t parent;  // the parent's key (-1 for a root)
   };
-  const int64_t slots = static_cast<int64_t>(t.nodes);
+  const int64_t stride = static_cast<int64_t>(t.nodes) + 1;
   std::vector<std::vector<Node>> levels(1);
   std::vector<int> depth(t.nodes);
-  for (size_t r = begin; r < end; ++r) {
-    const std::vector<float>& row = rows[r];
-    levels[0].push_back({r, -1, 0, 0});
-    for (int64_t i = 0; i < slots; ++i) {
-      const float* node = row.data() + t.globals + i * t.node_width;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const float* row = rows[r]->data();
+    const int64_t root = static_cast<int64_t>(r) * stride;
+    levels[0].push_back({root, -1});
+    std::fill(depth.begin(), depth.end(), 0);
+    for (int64_t i = 0; i < stride - 1; ++i) {
+      const float* node = row + t.globals + i * t.node_width;
       if (node[0] == 0) continue;
       // The parent's slot precedes the child's (feature.h); anything else is not a kTree row.
       int64_t parent = static_cast<int64_t>(node[1]);
@@ -75,41 +75,44 @@ Forest make_forest(const std::vector<std::vector<float>>& rows, size_t begin, si
                     parent);
       depth[i] = parent == 0 ? 1 : depth[parent - 1] + 1;
       if (static_cast<int>(levels.size()) <= depth[i]) levels.resize(depth[i] + 1);
-      levels[depth[i]].push_back(
-          {r, static_cast<int>(i), depth[i], static_cast<int64_t>(r) * (slots + 1) + parent});
+      levels[depth[i]].push_back({root + i + 1, root + parent});
     }
-    std::fill(depth.begin(), depth.end(), 0);
   }
   size_t total = 0;
   for (const auto& l : levels) total += l.size();
   Forest f;
   f.x.assign(total * in.width, 0.0f);
-  float* x = f.x.data();
+  f.parent_local.reserve(total - rows.size());
+  // Every node's place within its level, by key: its children, one level down, look it up.
+  std::vector<int64_t> position(rows.size() * stride, -1);
   size_t at = 0;
-  std::unordered_map<int64_t, int64_t> position;  // (row, slot + 1) -> position in its level
-  std::unordered_map<int64_t, int64_t> next_position;
-  for (size_t d = 0; d < levels.size(); ++d) {
+  for (const std::vector<Node>& level : levels) {
     f.level_start.push_back(static_cast<int64_t>(at));
-    next_position.clear();
-    for (size_t k = 0; k < levels[d].size(); ++k, ++at) {
-      const Node& n = levels[d][k];
-      const std::vector<float>& row = rows[n.row];
-      float* dst = x + at * in.width;
-      if (n.slot < 0) {
-        std::copy(row.begin(), row.begin() + in.globals, dst);
+    for (size_t k = 0; k < level.size(); ++k, ++at) {
+      const Node& n = level[k];
+      const float* row = rows[n.key / stride]->data();
+      const int64_t slot = n.key % stride - 1;
+      float* dst = f.x.data() + at * in.width;
+      if (slot < 0) {
+        std::copy(row, row + in.globals, dst);
         dst[in.width - 1] = 1;
       } else {
-        const float* node = row.data() + t.globals + n.slot * t.node_width;
+        const float* node = row + t.globals + slot * t.node_width;
         std::copy(node + 2, node + t.node_width, dst + in.globals);
-        f.parent_local.push_back(position.at(n.parent_key));
+        f.parent_local.push_back(position[n.parent]);
       }
-      next_position[static_cast<int64_t>(n.row) * (slots + 1) + n.slot + 1] =
-          static_cast<int64_t>(k);
+      position[n.key] = static_cast<int64_t>(k);
     }
-    position.swap(next_position);
   }
   f.level_start.push_back(static_cast<int64_t>(at));
   return f;
+}
+
+std::vector<const std::vector<float>*> row_pointers(const std::vector<std::vector<float>>& x,
+                                                    size_t begin, size_t end) {
+  std::vector<const std::vector<float>*> out;
+  for (size_t i = begin; i < end; ++i) out.push_back(&x[i]);
+  return out;
 }
 
 // The network lives in libtessera_treegru.so (model/treegru_plugin.h says why), found next to
@@ -176,8 +179,8 @@ struct TreeGRUModel::Impl {
   std::mt19937_64 rng;
   mutable std::mutex mutex;  // predict is const and may be called from several threads
 
-  Forest scaled(const std::vector<std::vector<float>>& rows, size_t begin, size_t end) const {
-    Forest f = make_forest(rows, begin, end);
+  Forest scaled(const std::vector<const std::vector<float>*>& rows) const {
+    Forest f = make_forest(rows);
     const size_t width = mean.size();
     for (size_t i = 0; i < f.x.size(); ++i)
       f.x[i] = (f.x[i] - mean[i % width]) * inv_std[i % width];
@@ -222,7 +225,7 @@ void TreeGRUModel::fit(const std::vector<std::vector<float>>& x, const std::vect
   if (first) {
     // Each input scaled by the nodes of the first fit, so that log-sized features enter the
     // gates near unit size; the root flag and constant inputs keep scale 1.
-    Forest all = make_forest(x, 0, x.size());
+    Forest all = make_forest(row_pointers(x, 0, x.size()));
     const size_t width = static_cast<size_t>(in.width), nodes = all.x.size() / width;
     std::vector<double> sum(width, 0), square(width, 0);
     for (size_t i = 0; i < all.x.size(); ++i) {
@@ -255,7 +258,7 @@ void TreeGRUModel::fit(const std::vector<std::vector<float>>& x, const std::vect
   size_t next = order.size();  // shuffled at the first step
   double loss_sum = 0;
   int loss_count = 0;
-  std::vector<std::vector<float>> rows(batch);
+  std::vector<const std::vector<float>*> rows(batch);
   std::vector<float> ys(batch);
   for (int step = 0; step < steps; ++step) {
     for (size_t k = 0; k < batch; ++k) {
@@ -263,11 +266,11 @@ void TreeGRUModel::fit(const std::vector<std::vector<float>>& x, const std::vect
         std::shuffle(order.begin(), order.end(), m.rng);
         next = 0;
       }
-      rows[k] = x[order[next]];
+      rows[k] = &x[order[next]];
       ys[k] = labels[order[next]];
       ++next;
     }
-    Forest f = m.scaled(rows, 0, rows.size());
+    Forest f = m.scaled(rows);
     TesseraTreeForest view = f.view(in.width);
     double loss = 0;
     int status = 0;
@@ -293,7 +296,7 @@ std::vector<float> TreeGRUModel::predict(const std::vector<std::vector<float>>& 
   constexpr size_t kChunk = 1024;  // bounds the forest's memory for large candidate sets
   for (size_t begin = 0; begin < x.size(); begin += kChunk) {
     size_t end = std::min(x.size(), begin + kChunk);
-    Forest f = m.scaled(x, begin, end);
+    Forest f = m.scaled(row_pointers(x, begin, end));
     TesseraTreeForest view = f.view(width);
     call("prediction", [&](char* error, size_t size) {
       return plugin().predict(m.net.get(), &view, out.data() + begin, error, size);

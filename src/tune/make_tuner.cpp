@@ -1,4 +1,7 @@
 // The tuner a name selects, with the feature extraction and cost model it needs.
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -41,23 +44,27 @@ bool is_treegru_tuner(const std::string& tuner) {
   return tuner == "treegru" || tuner == "treegru-reg";
 }
 
+const std::vector<std::string>& tuner_names() {
+  static const std::vector<std::string> names{"xgb",    "xgb-reg", "treegru", "treegru-reg",
+                                              "random", "grid",    "ga"};
+  return names;
+}
+
 namespace {
-bool model_tuner_transfer_asked(const TuneParams& params) {
-  return params.transfer == "on" || !params.pretrained.empty();
+[[noreturn]] void unknown_tuner(const std::string& tuner) {
+  throw_error("unknown tuner '{}' ({})", tuner, fmt::join(tuner_names(), ", "));
 }
 }  // namespace
 
 void check_tuner_names(const TuneParams& params) {
-  static const std::set<std::string> tuners{"xgb",    "xgb-reg", "treegru", "treegru-reg",
-                                            "random", "grid",    "ga"};
   static const std::set<std::string> features{"relation", "context", "knob"};
-  if (!tuners.count(params.tuner))
-    throw_error("unknown tuner '{}' (xgb, xgb-reg, treegru, treegru-reg, random, grid, ga)",
-                params.tuner);
+  const std::vector<std::string>& tuners = tuner_names();
+  if (std::find(tuners.begin(), tuners.end(), params.tuner) == tuners.end())
+    unknown_tuner(params.tuner);
   if (!features.count(params.features))
     throw_error("unknown features '{}' (relation, context, knob)", params.features);
   // Transfer is XGBoost's global model under a local correction (model/transfer_model.h).
-  if (!is_xgb_tuner(params.tuner) && model_tuner_transfer_asked(params)) {
+  if (!is_xgb_tuner(params.tuner) && (params.transfer == "on" || !params.pretrained.empty())) {
     throw_error("{} needs an xgb tuner (xgb, xgb-reg), not {}",
                 params.pretrained.empty() ? "--transfer on" : "--pretrained", params.tuner);
   }
@@ -80,10 +87,7 @@ std::unique_ptr<Tuner> make_tuner(const ConfigSpace& space, const OpInstance& op
     return std::make_unique<ModelTuner>(space, params, std::make_unique<TreeGRUModel>(gru),
                                         make_feature_fn(space, op.program, "tree"));
   }
-  if (!is_xgb_tuner(params.tuner)) {
-    throw_error("unknown tuner '{}' (xgb, xgb-reg, treegru, treegru-reg, random, grid, ga)",
-                params.tuner);
-  }
+  if (!is_xgb_tuner(params.tuner)) unknown_tuner(params.tuner);
   XGBoostParams xgb;
   xgb.objective = params.tuner == "xgb" ? XGBoostParams::Objective::kRank
                                         : XGBoostParams::Objective::kRegression;

@@ -99,8 +99,6 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   bool model_tuner = is_xgb_tuner(tp.tuner);
   if (tp.retime_top > 0 && tp.retime_rounds <= 0)
     throw_error("--retime-rounds must be positive, not {}", tp.retime_rounds);
-  if (tp.transfer == "on" && !model_tuner)
-    throw_error("--transfer on needs an xgb tuner (xgb, xgb-reg), not {}", tp.tuner);
   // Across tasks transfer is on unless asked off: the tasks' own records feed it as they come.
   bool transfer = model_tuner && tp.transfer != "off";
 

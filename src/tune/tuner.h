@@ -83,6 +83,8 @@ class Tuner {
 
 class TransferModel;
 
+/// Every tuner make_tuner builds, in the order the CLI lists them.
+const std::vector<std::string>& tuner_names();
 /// Tuners whose cost model is XGBoost (xgb, xgb-reg): the ones transfer learning serves, since
 /// the global model and the pretrained model are boosted trees a local model corrects.
 bool is_xgb_tuner(const std::string& tuner);
