@@ -135,6 +135,7 @@ def cpu_line():
 def tessera_compile(args, path, lib, db, threads):
     cmd = [args.tessera, "compile", path, "--trials", str(args.trials), "--db", db,
            "--threads", str(threads), "--conv-algorithm", args.conv_algorithm, "--json", "-o", lib]
+    cmd += args.compile_args.split()
     start = time.perf_counter()
     run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=sys.stderr if args.verbose else
                          subprocess.DEVNULL, text=True)
@@ -167,6 +168,9 @@ def main():
                    help="tune each model with `tessera compile` first (needs --db)")
     p.add_argument("--db", help="records DB: tuned into with --trials, read by run-model")
     p.add_argument("--tune-threads", type=int, default=2, help="threads while tuning")
+    p.add_argument("--compile-args", default="",
+                   help="more arguments for tessera compile, e.g. '--transfer off' or "
+                        "'--pretrained none' (one string, split on spaces)")
     p.add_argument("--conv-algorithm", default="auto", choices=["auto", "direct"],
                    help="tessera compile's --conv-algorithm (direct: no Winograd)")
     p.add_argument("--workdir", default="build/bench_models", help="models and arrays go here")

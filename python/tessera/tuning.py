@@ -78,8 +78,10 @@ def tune(workload: str, trials: int = 64, db: str = "tessera.db", *, tuner: str 
     from the records it already holds. ``tuner``: xgb, xgb-reg, treegru, treegru-reg, ga, random or grid.
     ``batch_size`` configurations are measured between model updates; ``early_stop`` > 0
     ends the run after that many trials without a better best, checked after each batch
-    (``result.stopped_early``). ``progress``: True (a progress bar), False, or a callable
-    taking a dict per batch."""
+    (``result.stopped_early``). ``pretrained``: a cost model ``tessera pretrain`` wrote to
+    start from; empty (the default): the model shipped for this machine's ISA when ``db``
+    holds no record of this machine; ``"none"``: neither. ``progress``: True (a progress
+    bar), False, or a callable taking a dict per batch."""
     return _run(progress, "tune", lambda report: _tessera.tune(
         workload, trials, os.fspath(db), tuner, threads, seed, pretrained, early_stop, batch_size,
         _worker(), report))
@@ -89,7 +91,8 @@ def tune_all(workloads: Sequence[str], trials: int = 256, db: str = "tessera.db"
              tuner: str = "xgb", threads: int = 0, seed: int = 0, pretrained: str = "",
              progress: Progress = True) -> list[TuneResult]:
     """Tunes a list of workloads under one budget of ``trials`` (the gradient task scheduler
-    gives batches to the tasks that gain most), with transfer across them through ``db``."""
+    gives batches to the tasks that gain most), with transfer across them through ``db``;
+    ``pretrained`` as for :func:`tune`."""
     return _run(progress, "tune-all", lambda report: _tessera.tune_all(
         list(workloads), trials, os.fspath(db), tuner, threads, seed, pretrained, _worker(),
         report))

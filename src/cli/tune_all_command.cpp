@@ -164,9 +164,12 @@ void add_tune_all_options(CLI::App* app, TuneAllArgs& a, bool allow_zero_trials)
                   "Transfer learning through the DB's global model: on (auto: the default) or "
                   "off")
       ->check(CLI::IsMember({"on", "off", "auto"}));
-  app->add_option("--pretrained", a.params.tune.pretrained,
-                  "A pretrained cost model (tessera pretrain) to transfer from, in place of the "
-                  "DB's records of other workloads")
+  app->add_option(
+         "--pretrained", a.params.tune.pretrained,
+         "A pretrained cost model (tessera pretrain) to transfer from, in place of the "
+         "DB's records of other workloads (default with the xgb tuner and relation features: "
+         "the model shipped for this ISA, when the DB holds no record of this machine; "
+         "none: not that either)")
       ->check(nonempty_path());
   app->add_option("--transfer-n0", a.params.tune.transfer_n0,
                   "Local records at which the global model's weight has halved: w = 1 / (1 + "

@@ -32,8 +32,11 @@ std::string clock_text(double s) {
 std::string transfer_text(const TransferInfo& t) {
   if (!t.used) return "transfer off";
   return fmt::format("transfer on ({} model: {} record{}, {} workload{})",
-                     t.pretrained ? "pretrained" : "global", t.records, t.records == 1 ? "" : "s",
-                     t.workloads, t.workloads == 1 ? "" : "s");
+                     t.shipped      ? "shipped"
+                     : t.pretrained ? "pretrained"
+                                    : "global",
+                     t.records, t.records == 1 ? "" : "s", t.workloads,
+                     t.workloads == 1 ? "" : "s");
 }
 
 nlohmann::json transfer_json(const TransferInfo& t) {
@@ -45,6 +48,7 @@ nlohmann::json transfer_json(const TransferInfo& t) {
   j["model"] = t.model_path;
   j["seconds"] = t.seconds;
   j["pretrained"] = t.pretrained;
+  j["shipped"] = t.shipped;
   if (!t.used) j["reason"] = t.reason;
   return j;
 }
@@ -315,9 +319,12 @@ TuneCommands add_tune_commands(CLI::App& app) {
                    "the DB holds records of other workloads for this machine)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   c.tune
-      ->add_option("--pretrained", t.params.pretrained,
-                   "A pretrained cost model (tessera pretrain) to transfer from, in place of the "
-                   "DB's records of other workloads")
+      ->add_option(
+          "--pretrained", t.params.pretrained,
+          "A pretrained cost model (tessera pretrain) to transfer from, in place of the "
+          "DB's records of other workloads (default with the xgb tuner and relation features: "
+          "the model shipped for this ISA, when the DB holds no record of this machine; "
+          "none: not that either)")
       ->check(nonempty_path());
   c.tune
       ->add_option("--transfer-n0", t.params.transfer_n0,

@@ -13,6 +13,7 @@
 #include "te/error.h"
 #include "tune/baseline_tuners.h"
 #include "tune/model_tuner.h"
+#include "tune/shipped_model.h"
 
 namespace tessera {
 
@@ -64,9 +65,10 @@ void check_tuner_names(const TuneParams& params) {
   if (!features.count(params.features))
     throw_error("unknown features '{}' (relation, context, knob)", params.features);
   // Transfer is XGBoost's global model under a local correction (model/transfer_model.h).
-  if (!is_xgb_tuner(params.tuner) && (params.transfer == "on" || !params.pretrained.empty())) {
+  const bool pretrained = !params.pretrained.empty() && params.pretrained != kNoPretrained;
+  if (!is_xgb_tuner(params.tuner) && (params.transfer == "on" || pretrained)) {
     throw_error("{} needs an xgb tuner (xgb, xgb-reg), not {}",
-                params.pretrained.empty() ? "--transfer on" : "--pretrained", params.tuner);
+                pretrained ? "--pretrained" : "--transfer on", params.tuner);
   }
 }
 

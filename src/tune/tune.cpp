@@ -12,6 +12,7 @@
 #include "runtime/module.h"
 #include "te/error.h"
 #include "tune/model_tuner.h"
+#include "tune/shipped_model.h"
 
 namespace tessera {
 
@@ -223,14 +224,39 @@ std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params,
   return g;
 }
 
-TransferInfo pretrained_info(const GlobalModel& g, const std::string& path) {
+TransferInfo pretrained_info(const GlobalModel& g, const std::string& path, bool shipped) {
   TransferInfo info;
   info.used = true;
   info.pretrained = true;
+  info.shipped = shipped;
   info.records = g.records();
   info.workloads = g.workloads().size();
   info.model_path = path;
   return info;
+}
+
+std::shared_ptr<GlobalModel> start_pretrained(const TuneParams& params, RecordDb* db,
+                                              const std::string& target_key, const WarnFn& warn,
+                                              TransferInfo* info) {
+  if (!params.pretrained.empty() && params.pretrained != kNoPretrained) {
+    std::shared_ptr<GlobalModel> g = load_pretrained_for(params, target_key, warn);
+    *info = pretrained_info(*g, params.pretrained, /*shipped=*/false);
+    return g;
+  }
+  std::optional<std::string> shipped = default_pretrained(params, db, target_key);
+  if (!shipped) return nullptr;
+  TuneParams with_shipped = params;
+  with_shipped.pretrained = *shipped;
+  try {
+    // Trained on another machine of this ISA by design: that is not worth a warning.
+    std::shared_ptr<GlobalModel> g = load_pretrained_for(with_shipped, target_key, nullptr);
+    *info = pretrained_info(*g, *shipped, /*shipped=*/true);
+    return g;
+  } catch (const Error& e) {
+    if (warn)
+      warn(fmt::format("cannot use the shipped cost model: {}; tuning without it", e.what()));
+    return nullptr;
+  }
 }
 
 std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const TuneParams& params,
@@ -240,10 +266,8 @@ std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const
   *info = TransferInfo{};
   if (params.transfer != "on" && params.transfer != "off" && params.transfer != "auto")
     throw_error("--transfer must be on, off or auto, not '{}'", params.transfer);
-  if (!params.pretrained.empty()) {
-    double start = now_s();
-    std::shared_ptr<GlobalModel> g = load_pretrained_for(params, target_key, warn);
-    *info = pretrained_info(*g, params.pretrained);
+  double start = now_s();
+  if (std::shared_ptr<GlobalModel> g = start_pretrained(params, db, target_key, warn, info)) {
     info->seconds = now_s() - start;
     return g;
   }
@@ -281,7 +305,7 @@ std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const
                                          : XGBoostParams::Objective::kRegression;
   auto global =
       std::make_shared<GlobalModel>(db_path, params.features, objective, layout, params.seed);
-  double start = now_s();
+  start = now_s();
   global->refresh(*db, target_key, warn);
   info->seconds = now_s() - start;
   info->records = global->records();

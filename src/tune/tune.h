@@ -28,6 +28,7 @@ struct TransferInfo {
   double seconds = 0;       // spent loading or refitting it (features of the records included)
   std::string reason;       // why transfer is off, when it is
   bool pretrained = false;  // the global model is a pretrained one (--pretrained), not the DB's
+  bool shipped = false;     // ... the one shipped with tessera for this ISA (tune/shipped_model.h)
 };
 
 struct TuneProgress {
@@ -133,7 +134,8 @@ class TuneSession {
 };
 
 /// Decides on and prepares transfer for tuning `workload` (canonical text) with `params`:
-/// the pretrained model of params.pretrained when given, else the DB's global model for the
+/// the pretrained model of params.pretrained when given, else the shipped model when
+/// default_pretrained() says the run starts from it, else the DB's global model for the
 /// features and objective, refreshed; whether to use it (params.transfer: on, off, auto = when
 /// it knows other workloads). Null when not used, with the reason in `info`. Throws
 /// tessera::Error for --transfer on with a tuner without a model or without a DB, and for a
@@ -143,11 +145,17 @@ std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const
                                               const std::string& target_key, const WarnFn& warn,
                                               TransferInfo* info);
 /// The pretrained model of params.pretrained, checked against the tuner and features; `warn`
-/// hears when it was trained on another machine.
+/// (may be null) hears when it was trained on another machine.
 std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params,
                                                  const std::string& target_key, const WarnFn& warn);
+/// The pretrained model a run starts from: params.pretrained when given, else the shipped one
+/// when default_pretrained() says so (one that does not load is reported to `warn` and the run
+/// goes on without it). Null when neither; `info` describes the model when there is one.
+std::shared_ptr<GlobalModel> start_pretrained(const TuneParams& params, RecordDb* db,
+                                              const std::string& target_key, const WarnFn& warn,
+                                              TransferInfo* info);
 /// What tune and tune-all report of a pretrained model in use.
-TransferInfo pretrained_info(const GlobalModel& g, const std::string& path);
+TransferInfo pretrained_info(const GlobalModel& g, const std::string& path, bool shipped);
 
 /// Tunes `workload` for `params.trials` trials. With a non-empty `db_path`, records of the same
 /// workload and machine are loaded first (the run resumes from them), every batch is appended as

@@ -109,8 +109,9 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   std::string target_key = measurer.target().key();
   // A pretrained model stands in for the DB's global model of every task; the tasks' own
   // records refine it through their local models.
-  std::shared_ptr<GlobalModel> pretrained;
-  if (!tp.pretrained.empty()) pretrained = load_pretrained_for(tp, target_key, say);
+  TransferInfo pretrained_transfer;
+  std::shared_ptr<GlobalModel> pretrained =
+      start_pretrained(tp, &db, target_key, say, &pretrained_transfer);
   if (pretrained) transfer = true;
 
   TuneAllResult result;
@@ -137,9 +138,8 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   auto refresh_global = [&](TuneSession& s) {
     if (pretrained) {
       if (s.global() != pretrained->model().get()) {
-        TransferInfo info = pretrained_info(*pretrained, tp.pretrained);
-        s.set_global(pretrained->model(), info);
-        result.transfer = info;
+        s.set_global(pretrained->model(), pretrained_transfer);
+        result.transfer = pretrained_transfer;
       }
       return;
     }

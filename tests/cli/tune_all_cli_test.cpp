@@ -9,6 +9,8 @@
 #include <string>
 
 #include "cli_util.h"
+#include "runtime/isa.h"
+#include "tune/shipped_model.h"
 
 namespace {
 
@@ -235,6 +237,35 @@ TEST(CliTune, TheTreeGruTunerTunesAndSaysItTransfersNothing) {
   EXPECT_GT(j["best_gflops"].get<double>(), 0);
   EXPECT_FALSE(j["transfer"]["used"].get<bool>());
   EXPECT_NE(j["transfer"]["reason"].get<std::string>().find("TreeGRU"), std::string::npos);
+  std::filesystem::remove(db);
+}
+
+}  // namespace
+
+namespace {
+
+// With no records of this machine, tune starts from the model shipped for its ISA and says so;
+// --transfer off starts from nothing.
+TEST(CliTune, AFirstRunStartsFromTheShippedModel) {
+  std::optional<std::string> shipped = tessera::shipped_cost_model(tessera::target_isa().name);
+  if (!shipped) GTEST_SKIP() << "no model ships for " << tessera::target_isa().name;
+  const std::string db = temp_path("shipped.db");
+  auto o = run_cli("tune matmul:M=16,N=16,K=16 --trials 2 --batch 2 --threads 1 --json --db " + db);
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_NE(o.out.find("transfer on (shipped model: "), std::string::npos) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out.substr(o.out.find("\n{\n") + 1));
+  EXPECT_TRUE(j["transfer"]["shipped"].get<bool>()) << j["transfer"].dump();
+  EXPECT_EQ(j["transfer"]["model"], *shipped);
+  EXPECT_EQ(o.out.find("warning"), std::string::npos) << o.out;  // another machine, same ISA
+
+  std::filesystem::remove(db);
+  auto off = run_cli(
+      "tune matmul:M=16,N=16,K=16 --trials 2 --batch 2 --threads 1 --transfer off "
+      "--db " +
+      db);
+  ASSERT_EQ(off.exit_code, 0) << off.out;
+  EXPECT_EQ(off.out.find("shipped model"), std::string::npos) << off.out;
+  EXPECT_NE(off.out.find("transfer off"), std::string::npos) << off.out;
   std::filesystem::remove(db);
 }
 

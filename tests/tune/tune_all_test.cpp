@@ -6,7 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/isa.h"
 #include "te/error.h"
+#include "tune/shipped_model.h"
 #include "tune_test_util.h"
 
 namespace tessera {
@@ -117,12 +119,24 @@ TEST(TuneTransfer, OnByDefaultWhenTheDbHoldsOtherWorkloadsOfThisMachine) {
   EXPECT_FALSE(off.transfer.used);
   EXPECT_EQ(off.resumed, 4);
 
-  // A fresh DB has nothing to transfer; --transfer on with a tuner without a model is an error.
+  // A fresh DB holds nothing of this machine: the run starts from the model shipped for its ISA
+  // when one ships, and from nothing otherwise.
   TempDb fresh("tune_transfer_fresh");
   params.transfer = "auto";
   params.trials = 2;
   params.batch_size = 2;
-  EXPECT_FALSE(tune("matmul:M=16,N=16,K=16", params, measure, fresh.path).transfer.used);
+  const std::optional<std::string> shipped = shipped_cost_model(target_isa().name);
+  TuneResult first = tune("matmul:M=16,N=16,K=16", params, measure, fresh.path);
+  EXPECT_EQ(first.transfer.used, shipped.has_value()) << first.transfer.reason;
+  EXPECT_EQ(first.transfer.shipped, shipped.has_value());
+  if (shipped) {
+    EXPECT_EQ(first.transfer.model_path, *shipped);
+  }
+  // Now the DB has records of this machine: another workload transfers from those instead.
+  TuneResult second = tune("matmul:M=16,N=16,K=8", params, measure, fresh.path);
+  EXPECT_TRUE(second.transfer.used) << second.transfer.reason;
+  EXPECT_FALSE(second.transfer.shipped);
+  EXPECT_EQ(second.transfer.workloads, 1u);
   params.transfer = "on";
   params.tuner = "random";
   EXPECT_THROW(tune("matmul:M=16,N=16,K=16", params, measure, fresh.path), Error);
