@@ -15,6 +15,7 @@ struct PretrainArgs {
   std::string output;
   std::string features = "relation";
   std::string tuner = "xgb";
+  int steps = 600;  // a TreeGRU's training steps
   uint64_t seed = 0;
 };
 

@@ -31,6 +31,8 @@ std::string clock_text(double s) {
 
 std::string transfer_text(const TransferInfo& t) {
   if (!t.used) return "transfer off";
+  if (t.pretrained && t.records == 0)
+    return fmt::format("transfer on (pretrained {})", t.model_path);
   return fmt::format("transfer on ({} model: {} record{}, {} workload{})",
                      t.shipped      ? "shipped"
                      : t.pretrained ? "pretrained"

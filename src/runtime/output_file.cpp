@@ -34,6 +34,7 @@ FileKind file_kind(const std::string& path) {
     return FileKind::kSharedLibrary;
   if (starts("\x93NUMPY", 6)) return FileKind::kNpy;
   if (starts("{\"format\":\"tesse", 16)) return FileKind::kCostModel;
+  if (starts("tessera-treegru ", 16)) return FileKind::kCostModel;  // model/treegru_model.h
   if (head[0] == '{') return FileKind::kJsonl;
   return FileKind::kOther;
 }

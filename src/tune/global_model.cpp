@@ -75,8 +75,9 @@ GlobalModel::GlobalModel(std::string db_path, std::string features,
       layout_(std::move(layout)),
       objective_(objective),
       seed_(seed) {
-  if (features_ != "relation" && features_ != "context" && features_ != "knob")
-    throw_error("unknown features '{}' (relation, context, knob)", features_);
+  if (features_ != "relation" && features_ != "context" && features_ != "knob" &&
+      features_ != "tree")
+    throw_error("unknown features '{}' (relation, context, knob, tree)", features_);
   if (features_ == "knob" && layout_.empty())
     throw_error("a global model on knob features needs the knob layout of the space");
   std::string base =
@@ -124,8 +125,7 @@ std::optional<std::vector<float>> GlobalModel::extract(const WorkloadInfo& info,
   try {
     RewriteResult<Program> p = parse_strategy(r.result.strategy)(info.program);
     if (!p) return std::nullopt;
-    return extract_features(
-        p.program(), features_ == "relation" ? FeatureKind::kRelation : FeatureKind::kContext);
+    return extract_features(p.program(), parse_feature_kind(features_));
   } catch (const Error&) {
     return std::nullopt;  // a strategy text this tessera no longer parses
   }
@@ -150,7 +150,7 @@ void GlobalModel::extract_missing(const std::vector<const Record*>& records) {
     cache_.emplace(missing[i]->key(), std::move(computed[i]));
 }
 
-void GlobalModel::rebuild(const std::vector<Record>& records) {
+GlobalModel::TrainingSet GlobalModel::training_set(const std::vector<Record>& records) {
   // Labels per workload: throughput / that workload's best; failures 0, as in the local model.
   // Workloads without a success teach nothing (the local model is not fitted either).
   std::map<std::string, double> best;
@@ -172,27 +172,33 @@ void GlobalModel::rebuild(const std::vector<Record>& records) {
     double g = r.result.error == ErrorKind::kOk ? r.result.gflops() : 0.0;
     by_workload[r.result.workload].emplace_back(&*f, static_cast<float>(g / b));
   }
-  std::vector<std::vector<float>> x;
-  std::vector<float> y;
-  FitOptions options;
-  workloads_.clear();
+  TrainingSet set;
   for (const auto& [workload, rows] : by_workload) {
-    workloads_.insert(workload);
-    options.groups.push_back(static_cast<unsigned>(rows.size()));
+    set.workloads.insert(workload);
+    set.groups.push_back(static_cast<unsigned>(rows.size()));
     for (const auto& [f, label] : rows) {
-      x.push_back(*f);
-      y.push_back(label);
+      set.x.push_back(*f);
+      set.y.push_back(label);
     }
   }
-  rows_ = x.size();
+  return set;
+}
+
+void GlobalModel::rebuild(const std::vector<Record>& records) {
+  TrainingSet set = training_set(records);
+  workloads_ = std::move(set.workloads);
+  rows_ = set.x.size();
   model_.reset();
-  if (x.empty()) return;
+  if (set.x.empty()) return;
+  if (features_ == "tree")
+    throw_error("the global model is XGBoost: tree features are the TreeGRU's");
   XGBoostParams params;
   params.objective = objective_;
   params.seed = seed_;
   auto model = std::make_shared<XGBoostModel>(params);
-  if (objective_ != XGBoostParams::Objective::kRank) options.groups.clear();
-  model->fit(x, y, options);
+  FitOptions options;
+  if (objective_ == XGBoostParams::Objective::kRank) options.groups = std::move(set.groups);
+  model->fit(set.x, set.y, options);
   model_ = std::move(model);
 }
 

@@ -32,9 +32,10 @@ std::unordered_map<std::string, uint64_t> strategy_index(const ConfigSpace& spac
 
 class GlobalModel {
  public:
-  /// `features`: relation, context or knob; for knob, `layout` (knob_layout of the workload being
-  /// tuned) selects the records whose spaces have that layout. The objective should be the local
-  /// model's: the local model learns a correction of the global model's scores.
+  /// `features`: relation, context or knob (tree: training_set() only); for knob, `layout`
+  /// (knob_layout of the workload being tuned) selects the records whose spaces have that layout.
+  /// The objective should be the local model's: the local model learns a correction of the global
+  /// model's scores.
   GlobalModel(std::string db_path, std::string features, XGBoostParams::Objective objective,
               std::string layout = "", uint64_t seed = 0);
 
@@ -58,6 +59,17 @@ class GlobalModel {
   bool knows_other_than(const std::string& workload) const;
   /// Whether the last refresh refitted (rather than loaded or kept) the model.
   bool rebuilt() const { return rebuilt_; }
+
+  /// The rows a fit on `records` trains on: features of this model's kind (`tree` too, for
+  /// pretraining the TreeGRU), labels throughput / the workload's best (failures 0), rows
+  /// grouped by workload (`groups`: the rows of each, in order).
+  struct TrainingSet {
+    std::vector<std::vector<float>> x;
+    std::vector<float> y;
+    std::vector<unsigned> groups;
+    std::set<std::string> workloads;
+  };
+  TrainingSet training_set(const std::vector<Record>& records);
 
   /// Fits the model on `records` (of one target, any workloads) as a refresh does, keeping no
   /// file: what `tessera pretrain` trains on the records of several DBs.

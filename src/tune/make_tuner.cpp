@@ -64,12 +64,31 @@ void check_tuner_names(const TuneParams& params) {
     unknown_tuner(params.tuner);
   if (!features.count(params.features))
     throw_error("unknown features '{}' (relation, context, knob)", params.features);
-  // Transfer is XGBoost's global model under a local correction (model/transfer_model.h).
+  // Transfer is XGBoost's global model under a local correction (model/transfer_model.h), or a
+  // pretrained TreeGRU the tuner's fits go on training.
   const bool pretrained = !params.pretrained.empty() && params.pretrained != kNoPretrained;
-  if (!is_xgb_tuner(params.tuner) && (params.transfer == "on" || pretrained)) {
-    throw_error("{} needs an xgb tuner (xgb, xgb-reg), not {}",
-                pretrained ? "--pretrained" : "--transfer on", params.tuner);
-  }
+  if (pretrained && !is_xgb_tuner(params.tuner) && !is_treegru_tuner(params.tuner))
+    throw_error("--pretrained needs a model tuner (xgb, xgb-reg, treegru, treegru-reg), not {}",
+                params.tuner);
+  if (params.transfer == "on" && !is_xgb_tuner(params.tuner))
+    throw_error("--transfer on needs an xgb tuner (xgb, xgb-reg), not {}", params.tuner);
+  if (pretrained && is_treegru_tuner(params.tuner) && params.transfer == "off")
+    throw_error("--pretrained and --transfer off contradict each other");
+}
+
+std::unique_ptr<TreeGRUModel> load_pretrained_treegru(const TuneParams& params) {
+  TreeGRUParams gru;
+  gru.objective = params.tuner == "treegru" ? TreeGRUParams::Objective::kRank
+                                            : TreeGRUParams::Objective::kRegression;
+  gru.seed = params.seed;
+  auto model = std::make_unique<TreeGRUModel>(gru);
+  model->load(params.pretrained);
+  if (model->params().objective != gru.objective)
+    throw_error(
+        "{} is a TreeGRU for the {} tuner, not {}", params.pretrained,
+        model->params().objective == TreeGRUParams::Objective::kRank ? "treegru" : "treegru-reg",
+        params.tuner);
+  return model;
 }
 
 std::unique_ptr<Tuner> make_tuner(const ConfigSpace& space, const OpInstance& op,
@@ -86,8 +105,14 @@ std::unique_ptr<Tuner> make_tuner(const ConfigSpace& space, const OpInstance& op
     gru.objective = params.tuner == "treegru" ? TreeGRUParams::Objective::kRank
                                               : TreeGRUParams::Objective::kRegression;
     gru.seed = params.seed;
-    return std::make_unique<ModelTuner>(space, params, std::make_unique<TreeGRUModel>(gru),
-                                        make_feature_fn(space, op.program, "tree"));
+    const bool pretrained = !params.pretrained.empty() && params.pretrained != kNoPretrained;
+    std::unique_ptr<TreeGRUModel> model =
+        pretrained ? load_pretrained_treegru(params) : std::make_unique<TreeGRUModel>(gru);
+    auto tuner = std::make_unique<ModelTuner>(space, params, std::move(model),
+                                              make_feature_fn(space, op.program, "tree"));
+    // Pretrained, it proposes from the first batch; each fit goes on from its weights.
+    if (pretrained) tuner->use_model_from_start();
+    return tuner;
   }
   if (!is_xgb_tuner(params.tuner)) unknown_tuner(params.tuner);
   XGBoostParams xgb;

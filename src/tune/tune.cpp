@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "model/transfer_model.h"
+#include "model/treegru_model.h"
 #include "ops/templates.h"
 #include "runtime/module.h"
 #include "te/error.h"
@@ -224,6 +225,15 @@ std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params,
   return g;
 }
 
+void check_pretrained(const TuneParams& params) {
+  if (params.pretrained.empty() || params.pretrained == kNoPretrained) return;
+  if (is_treegru_tuner(params.tuner)) {
+    load_pretrained_treegru(params);
+    return;
+  }
+  load_pretrained_for(params, "", nullptr);
+}
+
 TransferInfo pretrained_info(const GlobalModel& g, const std::string& path, bool shipped) {
   TransferInfo info;
   info.used = true;
@@ -239,6 +249,13 @@ std::shared_ptr<GlobalModel> start_pretrained(const TuneParams& params, RecordDb
                                               const std::string& target_key, const WarnFn& warn,
                                               TransferInfo* info) {
   if (!params.pretrained.empty() && params.pretrained != kNoPretrained) {
+    if (is_treegru_tuner(params.tuner)) {
+      // The tuner loads it as its own model (make_tuner): no global model to combine it with.
+      *info = TransferInfo{};
+      info->used = info->pretrained = true;
+      info->model_path = params.pretrained;
+      return nullptr;
+    }
     std::shared_ptr<GlobalModel> g = load_pretrained_for(params, target_key, warn);
     *info = pretrained_info(*g, params.pretrained, /*shipped=*/false);
     return g;
@@ -271,6 +288,7 @@ std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const
     info->seconds = now_s() - start;
     return g;
   }
+  if (info->used) return nullptr;  // a pretrained TreeGRU
   if (params.transfer == "off") {
     info->reason = "--transfer off";
     return nullptr;
@@ -353,6 +371,7 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
     throw_error("--retime-rounds must be positive, not {}", params.retime_rounds);
   Workload workload = parse_workload(workload_text);
   check_tuner_names(params);
+  check_pretrained(params);  // before the DB is opened: a bad file must leave none behind
   Measurer measurer(measure_params);
   std::optional<RecordDb> db;
   if (!db_path.empty()) db.emplace(RecordDb::open(db_path, RecordDb::Mode::kReadWrite));

@@ -154,6 +154,9 @@ std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params,
 std::shared_ptr<GlobalModel> start_pretrained(const TuneParams& params, RecordDb* db,
                                               const std::string& target_key, const WarnFn& warn,
                                               TransferInfo* info);
+/// Loads params.pretrained as the run will (XGBoost or TreeGRU) and throws tessera::Error when
+/// it cannot be used: what tune and tune-all check before they open any file.
+void check_pretrained(const TuneParams& params);
 /// What tune and tune-all report of a pretrained model in use.
 TransferInfo pretrained_info(const GlobalModel& g, const std::string& path, bool shipped);
 

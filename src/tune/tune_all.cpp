@@ -94,6 +94,7 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   if (db_path.empty()) throw_error("tune-all needs a records DB");
   const TuneParams& tp = params.tune;
   check_tuner_names(tp);
+  check_pretrained(tp);  // before the DB is opened: a bad file must leave none behind
   if (tp.transfer != "on" && tp.transfer != "off" && tp.transfer != "auto")
     throw_error("--transfer must be on, off or auto, not '{}'", tp.transfer);
   bool model_tuner = is_xgb_tuner(tp.tuner);
@@ -115,6 +116,7 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   if (pretrained) transfer = true;
 
   TuneAllResult result;
+  if (pretrained_transfer.used && !pretrained) result.transfer = pretrained_transfer;  // TreeGRU
   std::vector<std::unique_ptr<TuneSession>> sessions;
   std::vector<SchedulerTask> sched_tasks;
   for (const Task& t : tasks) {

@@ -14,6 +14,8 @@
 
 namespace tessera {
 
+class TreeGRUModel;
+
 /// Options of a tuning run. Defaults follow AutoTVM's XGBTuner where it has one.
 struct TuneParams {
   /// xgb (rank loss), xgb-reg (regression), treegru, treegru-reg, random, grid, ga
@@ -90,6 +92,10 @@ const std::vector<std::string>& tuner_names();
 bool is_xgb_tuner(const std::string& tuner);
 /// Tuners whose cost model is the TreeGRU (treegru, treegru-reg); they read kTree features.
 bool is_treegru_tuner(const std::string& tuner);
+/// The TreeGRU of params.pretrained (`tessera pretrain --tuner treegru...`) for params.tuner;
+/// throws tessera::Error naming the file when it is not one or was trained for the other
+/// objective.
+std::unique_ptr<TreeGRUModel> load_pretrained_treegru(const TuneParams& params);
 
 /// The tuner `params.tuner` names, for the space of `op`; throws tessera::Error on an unknown name.
 /// With `transfer` given, an xgb/xgb-reg tuner's model is a TransferModel (model/

@@ -40,7 +40,10 @@ TEST(CliTuneAll, BadInputIsOneLineAndExitCode2) {
       {"tune-all --model resnet18-convs --transfer maybe", "--transfer"},
       {"tune-all --model resnet18-convs --transfer on --tuner random", "needs an xgb tuner"},
       {"tune matmul:M=4,N=4,K=4 --transfer on --tuner treegru", "needs an xgb tuner"},
-      {"tune matmul:M=4,N=4,K=4 --pretrained x.bin --tuner treegru", "needs an xgb tuner"},
+      {"tune matmul:M=4,N=4,K=4 --pretrained x.bin --tuner ga", "needs a model tuner"},
+      {"tune matmul:M=4,N=4,K=4 --pretrained /nonexistent/x.bin --tuner treegru", "x.bin"},
+      {"tune matmul:M=4,N=4,K=4 --pretrained /nonexistent/x.json", "x.json"},
+      {"tune-all --model resnet18-convs --pretrained /nonexistent/x.bin --tuner treegru", "x.bin"},
       {"tune matmul:M=4,N=4,K=4 --transfer sometimes", "--transfer"},
       {"tune matmul:M=4,N=4,K=4 --retime-rounds 0", "--retime-rounds"},
       {"tune-all --model resnet18-convs --retime -1", "--retime: Value -1 not in range 0"},
@@ -184,8 +187,9 @@ TEST(CliPretrain, TrainsOnSeveralDbsAndTuningStartsFromIt) {
   ASSERT_EQ(p.exit_code, 0) << p.out;
   EXPECT_NE(p.out.find("8 records of 2 workloads"), std::string::npos) << p.out;
 
-  auto t =
-      run_cli("tune matmul:M=16,N=32,K=16 --trials 2 --batch 2 --threads 1 --pretrained " + model);
+  const std::string c = temp_path("pre_c.db");  // a DB of its own: nothing to transfer from
+  auto t = run_cli("tune matmul:M=16,N=32,K=16 --trials 2 --batch 2 --threads 1 --pretrained " +
+                   model + " --db " + c);
   EXPECT_EQ(t.exit_code, 0) << t.out;
   EXPECT_NE(t.out.find("transfer on (pretrained model: 8 records, 2 workloads)"), std::string::npos)
       << t.out;
@@ -216,7 +220,7 @@ TEST(CliPretrain, TrainsOnSeveralDbsAndTuningStartsFromIt) {
     EXPECT_EQ(line_count(o.out), 1) << o.out;
     EXPECT_NE(o.out.find(message), std::string::npos) << o.out;
   }
-  for (const std::string& f : {a, b, model, list}) std::filesystem::remove(f);
+  for (const std::string& f : {a, b, c, model, list}) std::filesystem::remove(f);
 }
 
 }  // namespace
@@ -267,6 +271,53 @@ TEST(CliTune, AFirstRunStartsFromTheShippedModel) {
   EXPECT_EQ(off.out.find("shipped model"), std::string::npos) << off.out;
   EXPECT_NE(off.out.find("transfer off"), std::string::npos) << off.out;
   std::filesystem::remove(db);
+}
+
+}  // namespace
+
+namespace {
+
+// pretrain --tuner treegru trains the TreeGRU on a DB's records; a treegru run goes on from it
+// and says so; a model for another tuner is refused in one line.
+TEST(CliPretrain, ATreeGruPretrainedOnRecordsIsWhereTheTreeGruTunerStarts) {
+  const std::string a = temp_path("gru_a.db"), c = temp_path("gru_c.db");
+  const std::string model = temp_path("gru_model.bin");
+  for (const char* w : {"matmul:M=16,N=16,K=16", "matmul:M=32,N=16,K=16"}) {
+    auto t = run_cli(std::string("tune ") + w +
+                     " --trials 6 --batch 3 --threads 1 --retime 0 --transfer off --db " + a);
+    ASSERT_EQ(t.exit_code, 0) << t.out;
+  }
+  auto p = run_cli("pretrain --db " + a + " --tuner treegru --steps 20 -o " + model);
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("12 records of 2 workloads, 20 steps"), std::string::npos) << p.out;
+
+  auto t = run_cli("tune matmul:M=16,N=32,K=16 --tuner treegru --pretrained " + model +
+                   " --trials 4 --batch 2 --threads 1 --retime 0 --json --db " + c);
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("transfer on (pretrained " + model + ")"), std::string::npos) << t.out;
+  nlohmann::json j = nlohmann::json::parse(t.out.substr(t.out.find("\n{\n") + 1));
+  EXPECT_TRUE(j["transfer"]["pretrained"].get<bool>()) << j["transfer"].dump();
+  EXPECT_EQ(j["trials"], 4);
+
+  const std::pair<std::string, std::string> cases[] = {
+      {"tune matmul:M=4,N=4,K=4 --trials 1 --tuner treegru-reg --pretrained " + model,
+       "for the treegru tuner, not treegru-reg"},
+      {"tune matmul:M=4,N=4,K=4 --trials 1 --tuner xgb --pretrained " + model,
+       "is not a tessera cost model"},
+      {"tune matmul:M=4,N=4,K=4 --trials 1 --tuner treegru --transfer off --pretrained " + model,
+       "contradict"},
+      {"tune matmul:M=4,N=4,K=4 --trials 1 --tuner ga --pretrained " + model,
+       "needs a model tuner"},
+      {"pretrain --db " + a + " --tuner treegru -o " + a, "over an input of this command"},
+  };
+  for (const auto& [args, message] : cases) {
+    SCOPED_TRACE(args);
+    auto o = run_cli(args + " --db " + c);
+    EXPECT_EQ(o.exit_code, 2) << o.out;
+    EXPECT_EQ(line_count(o.out), 1) << o.out;
+    EXPECT_NE(o.out.find(message), std::string::npos) << o.out;
+  }
+  for (const std::string& f : {a, c, model}) std::filesystem::remove(f);
 }
 
 }  // namespace

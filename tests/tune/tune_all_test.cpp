@@ -146,6 +146,7 @@ TEST(TuneAll, TwoTinyWorkloadsShareOneBudgetAndBothLandInTheDb) {
   TempDb tmp("tune_all");
   TuneAllParams params;
   params.tune = quick_tune(12, 2);
+  params.tune.pretrained = kNoPretrained;  // transfer through the DB, which starts empty
   params.scheduler.batch_size = 2;
   params.scheduler.early_stop = 0;
   std::vector<TaskSpec> specs = parse_task_list(
