@@ -25,7 +25,9 @@ def tune(tessera, workload, tuner, seed, trials, batch, threads):
         cmd = [tessera, "tune", workload, "--tuner", tuner, "--seed", str(seed), "--trials", str(trials),
                "--batch", str(batch), "--db", os.path.join(tmp, "curve.db"), "--json",
                # The curves are the tuners' own measurements; a final re-timing only adds time.
-               "--retime", "0"]
+               "--retime", "0",
+               # From scratch, as in Fig. 4: not from the cost model shipped with tessera.
+               "--transfer", "off"]
         if threads:
             cmd += ["--threads", str(threads)]
         out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout

@@ -76,11 +76,20 @@ void check_tuner_names(const TuneParams& params) {
     throw_error("--pretrained and --transfer off contradict each other");
 }
 
-std::unique_ptr<TreeGRUModel> load_pretrained_treegru(const TuneParams& params) {
+namespace {
+
+TreeGRUParams treegru_params(const TuneParams& params) {
   TreeGRUParams gru;
   gru.objective = params.tuner == "treegru" ? TreeGRUParams::Objective::kRank
                                             : TreeGRUParams::Objective::kRegression;
   gru.seed = params.seed;
+  return gru;
+}
+
+}  // namespace
+
+std::unique_ptr<TreeGRUModel> load_pretrained_treegru(const TuneParams& params) {
+  const TreeGRUParams gru = treegru_params(params);
   auto model = std::make_unique<TreeGRUModel>(gru);
   model->load(params.pretrained);
   if (model->params().objective != gru.objective)
@@ -101,13 +110,10 @@ std::unique_ptr<Tuner> make_tuner(const ConfigSpace& space, const OpInstance& op
                                           params.ga_mutation);
   }
   if (is_treegru_tuner(params.tuner)) {
-    TreeGRUParams gru;
-    gru.objective = params.tuner == "treegru" ? TreeGRUParams::Objective::kRank
-                                              : TreeGRUParams::Objective::kRegression;
-    gru.seed = params.seed;
     const bool pretrained = !params.pretrained.empty() && params.pretrained != kNoPretrained;
     std::unique_ptr<TreeGRUModel> model =
-        pretrained ? load_pretrained_treegru(params) : std::make_unique<TreeGRUModel>(gru);
+        pretrained ? load_pretrained_treegru(params)
+                   : std::make_unique<TreeGRUModel>(treegru_params(params));
     auto tuner = std::make_unique<ModelTuner>(space, params, std::move(model),
                                               make_feature_fn(space, op.program, "tree"));
     // Pretrained, it proposes from the first batch; each fit goes on from its weights.
