@@ -31,7 +31,7 @@ std::string clock_text(double s) {
 
 std::string transfer_text(const TransferInfo& t) {
   if (!t.used) return "transfer off";
-  if (t.pretrained && t.records == 0)
+  if (t.pretrained && t.records == 0)  // a pretrained TreeGRU: its file counts no records
     return fmt::format("transfer on (pretrained {})", t.model_path);
   return fmt::format("transfer on ({} model: {} record{}, {} workload{})",
                      t.shipped      ? "shipped"

@@ -202,9 +202,10 @@ int TuneSession::step(int n) {
   return static_cast<int>(batch.size());
 }
 
-std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params,
-                                                 const std::string& target_key,
-                                                 const WarnFn& warn) {
+namespace {
+
+// params.pretrained, an XGBoost model, checked against the tuner and features.
+std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params) {
   if (params.transfer == "off")
     throw_error("--pretrained and --transfer off contradict each other");
   if (!is_xgb_tuner(params.tuner))
@@ -219,19 +220,7 @@ std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params,
     throw_error("{} was trained for the {} tuner, not {}", params.pretrained,
                 g->objective() == XGBoostParams::Objective::kRank ? "xgb" : "xgb-reg",
                 params.tuner);
-  if (warn && g->target_key() != target_key)
-    warn(fmt::format("{} was trained on another machine ({}); this one is {}", params.pretrained,
-                     g->target_key(), target_key));
   return g;
-}
-
-void check_pretrained(const TuneParams& params) {
-  if (params.pretrained.empty() || params.pretrained == kNoPretrained) return;
-  if (is_treegru_tuner(params.tuner)) {
-    load_pretrained_treegru(params);
-    return;
-  }
-  load_pretrained_for(params, "", nullptr);
 }
 
 TransferInfo pretrained_info(const GlobalModel& g, const std::string& path, bool shipped) {
@@ -245,20 +234,34 @@ TransferInfo pretrained_info(const GlobalModel& g, const std::string& path, bool
   return info;
 }
 
-std::shared_ptr<GlobalModel> start_pretrained(const TuneParams& params, RecordDb* db,
+}  // namespace
+
+std::shared_ptr<GlobalModel> open_pretrained(const TuneParams& params) {
+  if (params.pretrained.empty() || params.pretrained == kNoPretrained) return nullptr;
+  if (is_treegru_tuner(params.tuner)) {
+    load_pretrained_treegru(params);  // only checked: each tuner loads its own copy to train
+    return nullptr;
+  }
+  return load_pretrained_for(params);
+}
+
+std::shared_ptr<GlobalModel> start_pretrained(const TuneParams& params,
+                                              std::shared_ptr<GlobalModel> given, RecordDb* db,
                                               const std::string& target_key, const WarnFn& warn,
                                               TransferInfo* info) {
+  if (given) {
+    if (warn && given->target_key() != target_key)
+      warn(fmt::format("{} was trained on another machine ({}); this one is {}", params.pretrained,
+                       given->target_key(), target_key));
+    *info = pretrained_info(*given, params.pretrained, /*shipped=*/false);
+    return given;
+  }
   if (!params.pretrained.empty() && params.pretrained != kNoPretrained) {
-    if (is_treegru_tuner(params.tuner)) {
-      // The tuner loads it as its own model (make_tuner): no global model to combine it with.
-      *info = TransferInfo{};
-      info->used = info->pretrained = true;
-      info->model_path = params.pretrained;
-      return nullptr;
-    }
-    std::shared_ptr<GlobalModel> g = load_pretrained_for(params, target_key, warn);
-    *info = pretrained_info(*g, params.pretrained, /*shipped=*/false);
-    return g;
+    // A TreeGRU: the tuner loads it as its own model (make_tuner), no global model to combine.
+    *info = TransferInfo{};
+    info->used = info->pretrained = true;
+    info->model_path = params.pretrained;
+    return nullptr;
   }
   std::optional<std::string> shipped = default_pretrained(params, db, target_key);
   if (!shipped) return nullptr;
@@ -266,7 +269,7 @@ std::shared_ptr<GlobalModel> start_pretrained(const TuneParams& params, RecordDb
   with_shipped.pretrained = *shipped;
   try {
     // Trained on another machine of this ISA by design: that is not worth a warning.
-    std::shared_ptr<GlobalModel> g = load_pretrained_for(with_shipped, target_key, nullptr);
+    std::shared_ptr<GlobalModel> g = load_pretrained_for(with_shipped);
     *info = pretrained_info(*g, *shipped, /*shipped=*/true);
     return g;
   } catch (const Error& e) {
@@ -277,6 +280,7 @@ std::shared_ptr<GlobalModel> start_pretrained(const TuneParams& params, RecordDb
 }
 
 std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const TuneParams& params,
+                                              std::shared_ptr<GlobalModel> given,
                                               const std::string& db_path, RecordDb* db,
                                               const std::string& target_key, const WarnFn& warn,
                                               TransferInfo* info) {
@@ -284,7 +288,8 @@ std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const
   if (params.transfer != "on" && params.transfer != "off" && params.transfer != "auto")
     throw_error("--transfer must be on, off or auto, not '{}'", params.transfer);
   double start = now_s();
-  if (std::shared_ptr<GlobalModel> g = start_pretrained(params, db, target_key, warn, info)) {
+  if (std::shared_ptr<GlobalModel> g =
+          start_pretrained(params, std::move(given), db, target_key, warn, info)) {
     info->seconds = now_s() - start;
     return g;
   }
@@ -371,14 +376,15 @@ TuneResult tune(const std::string& workload_text, const TuneParams& params,
     throw_error("--retime-rounds must be positive, not {}", params.retime_rounds);
   Workload workload = parse_workload(workload_text);
   check_tuner_names(params);
-  check_pretrained(params);  // before the DB is opened: a bad file must leave none behind
+  // Before the DB is opened: a bad file must leave none behind.
+  std::shared_ptr<GlobalModel> given = open_pretrained(params);
   Measurer measurer(measure_params);
   std::optional<RecordDb> db;
   if (!db_path.empty()) db.emplace(RecordDb::open(db_path, RecordDb::Mode::kReadWrite));
 
   TransferInfo info;
   std::shared_ptr<GlobalModel> global;
-  global = prepare_transfer(workload.text(), params, db_path, db ? &*db : nullptr,
+  global = prepare_transfer(workload.text(), params, std::move(given), db_path, db ? &*db : nullptr,
                             measurer.target().key(), say, &info);
   TuneSession session(workload.text(), params, measurer, db ? &*db : nullptr, global != nullptr);
   if (global) session.set_global(global->model(), info);

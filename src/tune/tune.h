@@ -133,32 +133,30 @@ class TuneSession {
   void resume_best(const std::string& target_key);
 };
 
+/// params.pretrained loaded and checked as the run will use it, or a tessera::Error naming
+/// what is wrong (its file, features or tuner): what tune and tune-all do before they open any
+/// file. Null when no file is given, and for a TreeGRU (only checked here: each tuner loads its
+/// own copy to train on).
+std::shared_ptr<GlobalModel> open_pretrained(const TuneParams& params);
+/// The pretrained model a run starts from: `given` (open_pretrained's) when there is one, else
+/// the shipped one when default_pretrained() says so (one that does not load is reported to
+/// `warn` and the run goes on without it). Null when neither, and for a pretrained TreeGRU;
+/// `info` describes the model when there is one. `warn` hears of a model trained on another
+/// machine.
+std::shared_ptr<GlobalModel> start_pretrained(const TuneParams& params,
+                                              std::shared_ptr<GlobalModel> given, RecordDb* db,
+                                              const std::string& target_key, const WarnFn& warn,
+                                              TransferInfo* info);
 /// Decides on and prepares transfer for tuning `workload` (canonical text) with `params`:
-/// the pretrained model of params.pretrained when given, else the shipped model when
-/// default_pretrained() says the run starts from it, else the DB's global model for the
-/// features and objective, refreshed; whether to use it (params.transfer: on, off, auto = when
-/// it knows other workloads). Null when not used, with the reason in `info`. Throws
-/// tessera::Error for --transfer on with a tuner without a model or without a DB, and for a
-/// pretrained model that cannot be used (its file, features or tuner).
+/// start_pretrained()'s model when there is one, else the DB's global model for the features
+/// and objective, refreshed; whether to use it (params.transfer: on, off, auto = when it knows
+/// other workloads). Null when not used, with the reason in `info`. Throws tessera::Error for
+/// --transfer on with a tuner without a model or without a DB.
 std::shared_ptr<GlobalModel> prepare_transfer(const std::string& workload, const TuneParams& params,
+                                              std::shared_ptr<GlobalModel> given,
                                               const std::string& db_path, RecordDb* db,
                                               const std::string& target_key, const WarnFn& warn,
                                               TransferInfo* info);
-/// The pretrained model of params.pretrained, checked against the tuner and features; `warn`
-/// (may be null) hears when it was trained on another machine.
-std::shared_ptr<GlobalModel> load_pretrained_for(const TuneParams& params,
-                                                 const std::string& target_key, const WarnFn& warn);
-/// The pretrained model a run starts from: params.pretrained when given, else the shipped one
-/// when default_pretrained() says so (one that does not load is reported to `warn` and the run
-/// goes on without it). Null when neither; `info` describes the model when there is one.
-std::shared_ptr<GlobalModel> start_pretrained(const TuneParams& params, RecordDb* db,
-                                              const std::string& target_key, const WarnFn& warn,
-                                              TransferInfo* info);
-/// Loads params.pretrained as the run will (XGBoost or TreeGRU) and throws tessera::Error when
-/// it cannot be used: what tune and tune-all check before they open any file.
-void check_pretrained(const TuneParams& params);
-/// What tune and tune-all report of a pretrained model in use.
-TransferInfo pretrained_info(const GlobalModel& g, const std::string& path, bool shipped);
 
 /// Tunes `workload` for `params.trials` trials. With a non-empty `db_path`, records of the same
 /// workload and machine are loaded first (the run resumes from them), every batch is appended as

@@ -94,7 +94,8 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   if (db_path.empty()) throw_error("tune-all needs a records DB");
   const TuneParams& tp = params.tune;
   check_tuner_names(tp);
-  check_pretrained(tp);  // before the DB is opened: a bad file must leave none behind
+  // Before the DB is opened: a bad file must leave none behind.
+  std::shared_ptr<GlobalModel> given = open_pretrained(tp);
   if (tp.transfer != "on" && tp.transfer != "off" && tp.transfer != "auto")
     throw_error("--transfer must be on, off or auto, not '{}'", tp.transfer);
   bool model_tuner = is_xgb_tuner(tp.tuner);
@@ -112,7 +113,7 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   // records refine it through their local models.
   TransferInfo pretrained_transfer;
   std::shared_ptr<GlobalModel> pretrained =
-      start_pretrained(tp, &db, target_key, say, &pretrained_transfer);
+      start_pretrained(tp, std::move(given), &db, target_key, say, &pretrained_transfer);
   if (pretrained) transfer = true;
 
   TuneAllResult result;
