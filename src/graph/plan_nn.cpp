@@ -112,7 +112,8 @@ Planner::DenseWeights Planner::dense_weights(const HostTensor& weights, int64_t 
   d.out = weights.shape.at(0);
   d.in = weights.shape.at(1);
   const int64_t lanes = target_isa().f32_lanes;
-  d.block = batch >= 16 && d.out % lanes == 0 ? lanes : 0;
+  // Blocks of the vector's lanes, the last zero-padded when they do not divide the outputs.
+  d.block = batch >= 16 && d.out >= lanes ? lanes : 0;
   d.slot = constant_array(d.block > 0 ? packed_weights(weights, d.block) : weights);
   return d;
 }

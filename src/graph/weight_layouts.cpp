@@ -4,10 +4,11 @@ namespace tessera::graph {
 
 HostTensor packed_weights(const HostTensor& t, int64_t block) {
   const int64_t o = t.shape[0], inner = t.num_elements() / o;
-  std::vector<int64_t> shape{o / block};
+  const int64_t blocks = (o + block - 1) / block;  // the last zero-padded
+  std::vector<int64_t> shape{blocks};
   shape.insert(shape.end(), t.shape.begin() + 1, t.shape.end());
   shape.push_back(block);
-  HostTensor out{std::move(shape), std::vector<double>(t.data.size()), false};
+  HostTensor out{std::move(shape), std::vector<double>(blocks * inner * block, 0.0), false};
   for (int64_t oc = 0; oc < o; ++oc)
     for (int64_t i = 0; i < inner; ++i)
       out.data[((oc / block) * inner + i) * block + oc % block] = t.data[oc * inner + i];

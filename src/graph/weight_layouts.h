@@ -9,7 +9,8 @@
 
 namespace tessera::graph {
 
-/// Weights [O][...] as [O/block][...][block]: conv2d's OIHW and dense's [O][I] with WB=block.
+/// Weights [O][...] as [ceil(O/block)][...][block], the last block zero-padded: conv2d's OIHW
+/// and dense's [O][I] with WB=block.
 HostTensor packed_weights(const HostTensor& t, int64_t block);
 /// OIHW weights as conv2d_nchwc's [O/block][C/ib][K][K][ib][block].
 HostTensor blocked_conv_weights(const HostTensor& t, int64_t block, int64_t ib);

@@ -202,13 +202,18 @@ Tensor pool2d_nchw(const Tensor& data, PoolKind kind, int64_t k, int64_t stride,
                  name, {"n", "c", "y", "x"});
 }
 
-Tensor dense(const Tensor& x, const Tensor& weight, const std::string& name) {
+Tensor dense(const Tensor& x, const Tensor& weight, const std::string& name, int64_t out) {
   bool blocked = weight.ndim() == 3;
   if (x.ndim() != 2 || (weight.ndim() != 2 && !blocked) || x->shape[1] != weight->shape[1])
     throw_error("dense needs x[batch, in] and weights [out, in] (or [out/b, in, b] blocks)");
   IterVar k = reduce_axis(x->shape[1], "k");
   int b = blocked ? static_cast<int>(weight->shape[2]) : 1;
-  return compute({x->shape[0], weight->shape[0] * b},
+  const int64_t rows = weight->shape[0] * b;
+  if (out == 0) out = rows;
+  if (out > rows || out <= rows - b)
+    throw_error("dense: {} outputs do not fill the last of {} weight blocks of {}", out,
+                weight->shape[0], b);
+  return compute({x->shape[0], out},
                  [&](Var i, Var j) {
                    Expr w = blocked ? weight(j / b, k.var, j % b) : weight(j, k.var);
                    return sum(x(i, k.var) * w, {k});

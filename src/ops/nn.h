@@ -44,7 +44,9 @@ Tensor pool2d_nchw(const Tensor& data, PoolKind kind, int64_t k, int64_t stride,
 /// dense[i, j] = sum_k x[i, k] * w[j, k]: a batch of rows times weights stored [out][in], as
 /// inference frameworks keep them; 3-D weights [O/b][I][b] are the same pre-packed into blocks of
 /// b outputs.
-Tensor dense(const Tensor& x, const Tensor& weight, const std::string& name = "dense");
+// With blocked weights the last block may be zero-padded: `out` (0: all rows) leaves it out.
+Tensor dense(const Tensor& x, const Tensor& weight, const std::string& name = "dense",
+             int64_t out = 0);
 /// C[b, i, j] = sum_k A[b, i, k] * B[b, k, j]
 Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name = "C");
 /// C[i, j] = A[i, j] + b[j]: a row vector broadcast over the rows.

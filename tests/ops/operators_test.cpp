@@ -39,6 +39,7 @@ const char* const kWorkloads[] = {
     "conv2d:N=1,C=3,H=8,W=9,O=5,K=3,S=2,P=1,IM2COL=1",
     "conv2d_bias_relu:N=1,C=2,H=5,W=6,O=8,K=3,S=2,P=1,WB=4",
     "dense:B=3,I=10,O=32,WB=16",
+    "dense:B=5,I=10,O=21,WB=8",  // the last weight block zero-padded
     "depthwise_conv2d:N=1,C=5,H=9,W=18,K=3,S=1,P=1",
     "depthwise_conv2d:N=1,C=3,H=9,W=8,K=3,S=2,P=1",
     "depthwise_conv2d:N=1,C=32,H=7,W=9,K=3,S=2,P=1",
@@ -441,7 +442,7 @@ TEST(Operators, BadShapesAreRefusedWithTheReason) {
       {"dense:B=1,I=4", "dense needs key O"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,WB=4",
        "conv2d: WB=4 (pre-packed weight block) must divide O=6"},
-      {"dense:B=1,I=4,O=8,WB=3", "dense: WB=3 (pre-packed weight block) must divide O=8"},
+      {"dense:B=1,I=4,O=8,WB=-3", "dense: WB=-3 (pre-packed weight block) is negative"},
       {"conv2d_nchwc:N=1,C=16,H=4,W=4,O=20,K=1,S=1,P=0",
        "conv2d_nchwc: CB=16 (channel block) must divide O=20"},
       {"conv2d_nchwc:N=1,C=3,H=8,W=8,O=16,K=3,S=1,P=1,IB=2",

@@ -417,7 +417,7 @@ BAD_WORKLOADS = [
     ("maxpool-kernel-larger", "max_pool2d:N=1,C=1,H=4,W=4,K=5,S=1,P=0", REFUSE),
     ("avgpool-kernel-0", "avg_pool2d:N=1,C=1,H=4,W=4,K=0,S=1,P=0", REFUSE),
     ("dense-product", "dense:B=1048576,I=1048576,O=1", REFUSE),
-    ("dense-wb-not-dividing", "dense:B=1,I=8,O=8,WB=3", REFUSE),
+    ("dense-wb-negative", "dense:B=1,I=8,O=8,WB=-3", REFUSE),
     ("batch-matmul-product", "batch_matmul:B=1048576,M=1048576,N=1,K=1", REFUSE),
     ("softmax-zero", "softmax:M=0,N=4", REFUSE),
     ("softmax-product", "softmax:M=1048576,N=1048576", REFUSE),
