@@ -103,6 +103,10 @@ void gemm_defaults(Chooser& c, int64_t m, int64_t n, int threads) {
           [&](const std::vector<int64_t>& t) { return t[0] <= m && t[1] * t[2] <= n; });
   c.value("tile_k", {{8}, {4}, {2}});
   c.label("cache", "write_cache");
+  // Column blocks outermost where B is the larger operand (a dense's weights over a short batch):
+  // each panel of B is read once while the rows of A stay in L2, instead of all of B once per
+  // tile of rows.
+  if (n > m) c.label("order", "j_first");
   if (threads > 1) c.label("parallel", "outer");
 }
 
