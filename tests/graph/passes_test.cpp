@@ -226,6 +226,14 @@ TEST(GraphPasses, LayoutChoiceBlocksConvolutionChainsAndLeavesTheRest) {
   std::string y = b2.conv(b2.input({1, 8, 4, 4}), 8, 24, 1, 1, 0);
   Graph g2 = b2.finish(y);
   EXPECT_EQ(graph::channel_block(g2, 16), 8);
+  // Unless those convolutions do a small share of the work: a squeeze-excite pair on the pooled
+  // [1, 32, 1, 1] (32 -> 8 -> 32) beside a 3 x 3 convolution of 32 channels at 16 x 16.
+  GraphBuilder b3(11);
+  std::string big = b3.node("Relu", {b3.conv(b3.input({1, 32, 16, 16}), 32, 32, 3, 1, 1)});
+  std::string squeezed = b3.node("GlobalAveragePool", {big});
+  std::string se = b3.conv(b3.node("Relu", {b3.conv(squeezed, 32, 8, 1, 1, 0)}), 8, 32, 1, 1, 0);
+  Graph g3 = b3.finish(b3.node("Mul", {big, b3.node("Sigmoid", {se})}));
+  EXPECT_EQ(graph::channel_block(g3, 16), 16);
 }
 
 // MobileNet-v2's 24 channels on AVX-512: values flowing only between group-1 convolutions
