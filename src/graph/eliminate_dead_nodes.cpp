@@ -37,6 +37,7 @@ int eliminate_dead_nodes(Graph& g) {
 std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options) {
   std::vector<PassLog> log;
   log.push_back({"fold_constants", fold_constants(g)});
+  log.push_back({"pool_reductions", pool_reductions(g)});
   log.push_back({"lower_conv_transpose", lower_conv_transpose(g)});
   log.push_back({"fold_batch_norm", fold_batch_norm(g)});
   log.push_back({"fuse_epilogues", fuse_epilogues(g)});

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "graph/op_attrs.h"
 #include "graph/passes.h"
@@ -7,6 +9,12 @@
 namespace tessera::graph {
 
 namespace {
+
+// A blocked kernel runs one activation, last; Relu and Clip after one stay as they always were.
+bool activated(const Node& n) {
+  return std::any_of(n.epilogue.begin(), n.epilogue.end(),
+                     [](const Epilogue& e) { return e.kind != Epilogue::Kind::kAdd; });
+}
 
 bool fusable_producer(const Node& n) {
   return n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul";
@@ -19,6 +27,11 @@ bool absorb(Graph& g, Node& producer, const Node& next) {
   const std::vector<int64_t>& shape = g.shape(y);
   if (next.op == "Relu") {
     producer.epilogue.push_back({Epilogue::Kind::kRelu, -1, 0, 0});
+    return true;
+  }
+  if (next.op == "HardSwish") {
+    if (activated(producer)) return false;
+    producer.epilogue.push_back({Epilogue::Kind::kHardSwish, -1, 0, 0});
     return true;
   }
   if (next.op == "Clip") {
@@ -55,6 +68,25 @@ bool absorb(Graph& g, Node& producer, const Node& next) {
   return false;
 }
 
+// SiLU as exporters write it, Mul(y, Sigmoid(y)): the indices of the Sigmoid and the Mul when
+// they are `y`'s only readers and the Sigmoid's value is read by that Mul alone.
+std::optional<std::pair<size_t, size_t>> silu_of(const Graph& g, const std::string& y) {
+  std::vector<size_t> readers = g.consumers(y);
+  if (readers.size() != 2) return std::nullopt;
+  for (int first = 0; first < 2; ++first) {
+    const size_t s = readers[first], m = readers[1 - first];
+    const Node& sigmoid = g.nodes[s];
+    const Node& mul = g.nodes[m];
+    if (sigmoid.op != "Sigmoid" || mul.op != "Mul" || mul.inputs.size() != 2) continue;
+    const std::string& gate = sigmoid.outputs[0];
+    if (g.is_output(gate) || g.consumers(gate).size() != 1) continue;
+    if ((mul.inputs[0] == y && mul.inputs[1] == gate) ||
+        (mul.inputs[0] == gate && mul.inputs[1] == y))
+      return std::make_pair(s, m);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int fuse_epilogues(Graph& g) {
@@ -69,8 +101,19 @@ int fuse_epilogues(Graph& g) {
       while (true) {
         Node& producer = g.nodes[i];
         const std::string y = producer.outputs[0];
+        if (g.is_output(y)) break;
+        if (auto silu = silu_of(g, y); silu && !activated(producer)) {
+          producer.epilogue.push_back({Epilogue::Kind::kSilu, -1, 0, 0});
+          producer.outputs[0] = g.nodes[silu->second].outputs[0];
+          // Both read the producer, so both come after it: erased, the later first.
+          for (size_t r :
+               {std::max(silu->first, silu->second), std::min(silu->first, silu->second)})
+            g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(r));
+          fused += 2;
+          continue;
+        }
         std::vector<size_t> readers = g.consumers(y);
-        if (readers.size() != 1 || g.is_output(y)) break;
+        if (readers.size() != 1) break;
         size_t r = readers[0];
         const Node next = g.nodes[r];
         // The residual operand of an Add must exist before the fused node runs: moving the Add's

@@ -70,9 +70,28 @@ std::string Node::label() const {
       case Epilogue::Kind::kClip:
         s += fmt::format("+Clip({:g},{:g})", e.lo, e.hi);
         break;
+      case Epilogue::Kind::kHardSwish:
+        s += "+HardSwish";
+        break;
+      case Epilogue::Kind::kSilu:
+        s += "+Silu";
+        break;
     }
   }
   return s;
+}
+
+Activation fused_activation(Epilogue::Kind kind) {
+  switch (kind) {
+    case Epilogue::Kind::kRelu:
+      return Activation::kRelu;
+    case Epilogue::Kind::kHardSwish:
+      return Activation::kHardSwish;
+    case Epilogue::Kind::kSilu:
+      return Activation::kSilu;
+    default:
+      throw_internal("epilogue kind {} is no activation of its own", static_cast<int>(kind));
+  }
 }
 
 std::string Node::where() const {

@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "ops/nn.h"
+
 namespace tessera::graph {
 
 /// A dense row-major tensor on the host. Doubles hold float32 weights and int64 shape operands
@@ -30,11 +32,15 @@ using AttrValue =
 
 /// One step applied to a fused node's result, element by element, in order.
 struct Epilogue {
-  enum class Kind { kAdd, kRelu, kClip };
+  // kHardSwish: x clamp(x / 6 + 1/2, 0, 1); kSilu: x sigmoid(x), ONNX's Mul(x, Sigmoid(x)).
+  enum class Kind { kAdd, kRelu, kClip, kHardSwish, kSilu };
   Kind kind = Kind::kRelu;
   int input = -1;         // kAdd: the node input added (broadcast to the result's shape)
   double lo = 0, hi = 0;  // kClip
 };
+
+/// The kernels' activation for an epilogue's kRelu, kHardSwish or kSilu.
+Activation fused_activation(Epilogue::Kind kind);
 
 struct Node {
   std::string name;

@@ -13,6 +13,9 @@ namespace tessera::graph {
 /// Nodes whose inputs are all constants (a Reshape's shape, a Transpose of weights) are evaluated
 /// with the reference path and become constants.
 int fold_constants(Graph& g);
+/// A ReduceMean over the spatial axes of a 4-D value (global pooling as the dynamo exporter
+/// writes it) becomes a GlobalAveragePool, followed by a Flatten where keepdims is 0.
+int pool_reductions(Graph& g);
 /// A ConvTranspose with constant weights becomes a stride-1 Conv, so it runs as every Conv does:
 /// with a stride, one whose output channels are the phases of the output (which of the stride's
 /// rows and columns), interleaved by a tessera.PixelShuffle, with a batch norm after it folded in
@@ -33,8 +36,9 @@ std::optional<BatchNormAffine> constant_batch_norm(const Graph& g, const Node& b
 /// parameters becomes x * s + (beta - mean * s): a Mul and an Add of per-channel constants.
 int fold_batch_norm(Graph& g);
 /// Elementwise consumers of a Conv, Gemm or MatMul output read by nothing else (Relu, Clip with
-/// constant bounds, Add of a tensor that broadcasts to the output, such as a residual or a bias)
-/// join the producer's epilogue list, repeatedly, so the chain becomes one fused node.
+/// constant bounds, HardSwish, Add of a tensor that broadcasts to the output, such as a residual
+/// or a bias), and SiLU as Mul(y, Sigmoid(y)), join the producer's epilogue list, repeatedly, so
+/// the chain becomes one fused node.
 int fuse_epilogues(Graph& g);
 /// Values whose channel count is not a multiple of `lanes` (above 8), made by group-1 Convs with
 /// constant weights and read only by such Convs (as data, or as a residual of one whose output is
@@ -50,17 +54,17 @@ int eliminate_dead_nodes(Graph& g);
 /// output is [N][C/b][H][W][b] (a GlobalAveragePool: its input; its result is the same memory
 /// either way).
 inline constexpr const char* kBlockAttr = "tessera.block";
-/// The block choose_layouts should use: the ISA's `lanes` where every Conv's channels divide by
-/// it, else 8.
+/// The block choose_layouts should use: the ISA's `lanes`, or 8 where the Convs that blocks of 8
+/// would run but blocks of `lanes` would not do more than 5% of the Convs' work.
 int64_t channel_block(const Graph& g, int64_t lanes);
 /// Layout choice: Convs with constant weights and bias (group 1 with O and C multiples of `block`
 /// or C below it, or depthwise) and whose epilogue their kernel runs (per-channel constant adds,
-/// one residual, then Relu or Relu6) produce blocked values; MaxPool, Relu, Clip, Add, Mul and
-/// every elementwise row of the operator table of a blocked input whose other operands are
-/// blocked-shaped, per-channel constants or (one image) per-channel values stay blocked, and so
-/// does a Concat along the channels of blocked values; GlobalAveragePool reads blocks. The executor
-/// converts where a blocked value meets a node that reads NCHW, once per value. Returns how many
-/// nodes run blocked.
+/// one residual, then one Relu, Relu6, HardSwish or SiLU) produce blocked values; MaxPool, Relu,
+/// Clip, Add, Mul and every elementwise row of the operator table of a blocked input whose other
+/// operands are blocked-shaped, per-channel constants or (one image) per-channel values stay
+/// blocked, and so does a Concat along the channels of blocked values; GlobalAveragePool reads
+/// blocks. The executor converts where a blocked value meets a node that reads NCHW, once per
+/// value. Returns how many nodes run blocked.
 int choose_layouts(Graph& g, int64_t block);
 
 /// The attribute choose_conv_algorithms sets on a Conv that runs as Winograd F(4x4, 3x3).
@@ -90,7 +94,8 @@ struct PassOptions {
   /// keeps every convolution direct.
   bool winograd = true;
 };
-/// fold_constants, lower_conv_transpose, fold_batch_norm, fuse_epilogues, pad_channels (to the
+/// fold_constants, pool_reductions, lower_conv_transpose, fold_batch_norm, fuse_epilogues,
+/// pad_channels (to the
 /// ISA's lanes, when the layout is blocked), eliminate_dead_nodes, choose_layouts,
 /// choose_conv_algorithms, in that order (the last two only with a blocked layout).
 std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options = {});

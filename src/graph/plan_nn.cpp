@@ -190,8 +190,9 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   std::optional<size_t> residual;
   int act = 0;
   for (const Epilogue& e : n.epilogue) {
-    if (e.kind == Epilogue::Kind::kRelu) {
-      act = 1;
+    if (e.kind == Epilogue::Kind::kRelu || e.kind == Epilogue::Kind::kHardSwish ||
+        e.kind == Epilogue::Kind::kSilu) {
+      act = static_cast<int>(fused_activation(e.kind));
     } else if (e.kind == Epilogue::Kind::kClip) {
       act = std::isinf(e.hi) ? 1 : 2;
     } else if (g_.is_constant(n.inputs[e.input]) &&

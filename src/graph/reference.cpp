@@ -7,6 +7,7 @@
 
 #include "graph/op_attrs.h"
 #include "graph/op_table.h"
+#include "ops/nn.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -244,6 +245,12 @@ HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const 
         break;
       case Epilogue::Kind::kClip:
         for (double& v : out.data) v = std::min(std::max(v, e.lo), e.hi);
+        break;
+      case Epilogue::Kind::kHardSwish:
+        for (double& v : out.data) v = activate(Activation::kHardSwish, v);
+        break;
+      case Epilogue::Kind::kSilu:
+        for (double& v : out.data) v = activate(Activation::kSilu, v);
         break;
     }
   }

@@ -1,5 +1,7 @@
 #include "ops/nn.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "te/error.h"
@@ -265,6 +267,41 @@ Tensor bias_add_nchw(const Tensor& x, const Tensor& bias, const std::string& nam
                  name, {"n", "o", "y", "x"});
 }
 
+Expr activate(Activation act, Expr v) {
+  const DType t = v.dtype();
+  switch (act) {
+    case Activation::kNone:
+      return v;
+    case Activation::kRelu:
+      return max(v, make_float(0.0, t));
+    case Activation::kRelu6:
+      return min(max(v, make_float(0.0, t)), make_float(6.0, t));
+    case Activation::kHardSwish:
+      return v * min(max(v * make_float(1.0 / 6, t) + make_float(0.5, t), make_float(0.0, t)),
+                     make_float(1.0, t));
+    case Activation::kSilu:
+      // Through exp, which the vector code computes on whole vectors.
+      return v / (make_float(1.0, t) + exp(make_float(0.0, t) - v));
+  }
+  return v;
+}
+
+double activate(Activation act, double v) {
+  switch (act) {
+    case Activation::kNone:
+      return v;
+    case Activation::kRelu:
+      return std::max(v, 0.0);
+    case Activation::kRelu6:
+      return std::clamp(v, 0.0, 6.0);
+    case Activation::kHardSwish:
+      return v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
+    case Activation::kSilu:
+      return v / (1 + std::exp(-v));
+  }
+  return v;
+}
+
 Tensor blocked_epilogue(const Tensor& x, const Tensor* bias, const Tensor* residual, Activation act,
                         const std::string& name) {
   if (x.ndim() != 5) throw_error("blocked_epilogue needs a 5-D NCHWc tensor");
@@ -279,9 +316,7 @@ Tensor blocked_epilogue(const Tensor& x, const Tensor* bias, const Tensor* resid
                    Expr v = x(at);
                    if (bias) v = v + (*bias)(i[1], i[4]);
                    if (residual) v = v + (*residual)(at);
-                   if (act != Activation::kNone) v = max(v, make_float(0.0, x->dtype));
-                   if (act == Activation::kRelu6) v = min(v, make_float(6.0, x->dtype));
-                   return v;
+                   return activate(act, v);
                  },
                  name, {"en", "ec", "ey", "ex", "eb"});
 }

@@ -58,8 +58,11 @@ Tensor relu(const Tensor& x, const std::string& name = "relu");
 /// What a blocked convolution applies to its result as it writes it: + bias (one value per output
 /// channel, [C/cb][cb], the same memory as [C]), + a residual of the output's shape, then an
 /// activation. The graph layer fuses a model's BatchNormalization shift, skip connection and
-/// Relu/Relu6 here (workload keys BIAS, RES, ACT).
-enum class Activation { kNone = 0, kRelu = 1, kRelu6 = 2 };
+/// Relu/Relu6, HardSwish and SiLU (x sigmoid x) here (workload keys BIAS, RES, ACT).
+enum class Activation { kNone = 0, kRelu = 1, kRelu6 = 2, kHardSwish = 3, kSilu = 4 };
+/// The activation's value at v (te), and its reference.
+Expr activate(Activation act, Expr v);
+double activate(Activation act, double v);
 /// The epilogue stage over a [N][C/cb][H][W][cb] result (axes en, ec, ey, ex, eb, so that they
 /// never shadow the producer's); `bias` and `residual` may be null.
 Tensor blocked_epilogue(const Tensor& x, const Tensor* bias, const Tensor* residual, Activation act,

@@ -150,17 +150,14 @@ struct BlockedConv {
 };
 
 // The fused epilogue of a blocked convolution: BIAS=1 adds bias[O] ([O/cb][cb]), RES=1 a residual
-// of the output's layout, ACT=1 relu, ACT=2 relu6.
+// of the output's layout, ACT=1 relu, ACT=2 relu6, ACT=3 hardswish, ACT=4 silu.
 struct EpilogueKeys {
   bool bias = false, residual = false;
   Activation act = Activation::kNone;
 
   bool any() const { return bias || residual || act != Activation::kNone; }
   double apply(double v, double bias_value, double residual_value) const {
-    v += bias_value + residual_value;
-    if (act != Activation::kNone) v = std::max(v, 0.0);
-    if (act == Activation::kRelu6) v = std::min(v, 6.0);
-    return v;
+    return activate(act, v + bias_value + residual_value);
   }
 };
 
@@ -172,8 +169,9 @@ EpilogueKeys epilogue_keys(const Workload& w) {
   };
   EpilogueKeys e{flag("BIAS"), flag("RES"), Activation::kNone};
   int64_t act = w.get_or("ACT", 0);
-  if (act < 0 || act > 2)
-    throw_error("{}: ACT must be 0 (none), 1 (relu) or 2 (relu6), got {}", w.op, act);
+  if (act < 0 || act > 4)
+    throw_error("{}: ACT must be 0 (none), 1 (relu), 2 (relu6), 3 (hardswish) or 4 (silu), got {}",
+                w.op, act);
   e.act = static_cast<Activation>(act);
   return e;
 }
@@ -501,7 +499,8 @@ const std::vector<OpDef>& op_registry() {
        "[N][C/cb][H][W][cb] (cb = IB where given, else CB, or C where CB does not divide it), "
        "weights "
        "[O/CB][C/cb][K][K][cb][CB], out [N][O/CB][OH][OW][CB]; epilogue as it writes: BIAS=1 + "
-       "bias[O], RES=1 + a residual like out, ACT=1 relu, ACT=2 relu6",
+       "bias[O], RES=1 + a residual like out, ACT=1 relu, ACT=2 relu6, ACT=3 hardswish, ACT=4 "
+       "silu",
        build_conv2d_nchwc},
       {"conv2d_bias_relu",
        {"N", "C", "H", "W", "O", "K", "S", "P"},

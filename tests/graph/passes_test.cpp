@@ -86,6 +86,70 @@ TEST(GraphPasses, EpiloguesFuseIntoTheProducerWithTheSameOutputs) {
   EXPECT_LT(testing::max_relative_error(run(g, x), before), 1e-12);
 }
 
+// EfficientNet's SiLU, Mul(y, Sigmoid(y)), and MobileNet-v3's HardSwish join the convolution as
+// its activation, which the blocked kernel applies as it writes; a second activation after one,
+// or a Sigmoid whose value something else reads too, stays a node of its own.
+TEST(GraphPasses, SiluAndHardSwishFuseAsTheConvolutionsActivation) {
+  GraphBuilder b(5);
+  std::string x = b.input({1, 16, 9, 9});
+  std::string y = b.conv(x, 16, 16, 3, 1, 1);
+  std::string silu = b.node("Mul", {b.node("Sigmoid", {y}), y});
+  std::string h = b.node("HardSwish", {b.conv(silu, 16, 16, 1, 1, 0)});
+  std::string twice = b.node("Mul", {h, b.node("Sigmoid", {h})});
+  std::string z = b.conv(twice, 16, 16, 1, 1, 0);
+  std::string gate = b.node("Sigmoid", {z});
+  std::string kept = b.node("Add", {b.node("Mul", {z, gate}), gate});
+  Graph g = b.finish(kept);
+  HostTensor in = b.random_tensor({1, 16, 9, 9}, -3, 3);
+  HostTensor before = run(g, in);
+  graph::run_default_passes(g);
+  std::vector<std::string> labels;
+  for (const graph::Node& n : g.nodes) labels.push_back(n.label());
+  EXPECT_EQ(labels, (std::vector<std::string>{"Conv+Silu", "Conv+HardSwish", "Sigmoid", "Mul",
+                                              "Conv", "Sigmoid", "Mul", "Add"}));
+  for (size_t i : {0, 1}) EXPECT_GT(g.nodes[i].attr_int(graph::kBlockAttr, 0), 1) << i;
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(in.data);
+  ex.run();
+  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-5);
+}
+
+// Global pooling as the dynamo exporter writes it: ReduceMean over axes 2 and 3 (either sign,
+// keepdims either way) becomes GlobalAveragePool, which reads channel blocks in place; other
+// axes stay a reduction.
+TEST(GraphPasses, SpatialReduceMeanBecomesGlobalAveragePool) {
+  GraphBuilder b(6);
+  std::string x = b.input({1, 16, 6, 7});
+  std::string y = b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)});
+  std::string kept = b.node("ReduceMean", {y, b.constant({{2}, {-1, 2}, true})});
+  std::string flat =
+      b.node("ReduceMean", {y, b.constant({{2}, {2, 3}, true})}, {{"keepdims", int64_t{0}}});
+  // The same mean in two reductions of one axis each.
+  std::string rows =
+      b.node("ReduceMean", {y, b.constant({{1}, {3}, true})}, {{"keepdims", int64_t{0}}});
+  std::string stepwise =
+      b.node("ReduceMean", {rows, b.constant({{1}, {2}, true})}, {{"keepdims", int64_t{0}}});
+  std::string joined = b.node("Add", {b.node("Add", {b.node("Flatten", {kept}), flat}), stepwise});
+  Graph g = b.finish(joined);
+  HostTensor in = b.random_tensor({1, 16, 6, 7});
+  HostTensor before = run(g, in);
+  EXPECT_EQ(graph::pool_reductions(g), 2);
+  EXPECT_EQ(count_op(g, "GlobalAveragePool"), 2);
+  EXPECT_EQ(count_op(g, "ReduceMean"), 2);
+  EXPECT_EQ(g.shape(flat), (std::vector<int64_t>{1, 16}));
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+  graph::run_default_passes(g);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(in.data);
+  ex.run();
+  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-5);
+}
+
 // The residual comes from a branch computed after the producer: the fused node moves down to
 // the Add, where both operands exist.
 TEST(GraphPasses, ResidualFromALaterBranchMovesTheFusedNodeDown) {
