@@ -1,8 +1,8 @@
 // Channel padding: a value whose channels do not fill whole vectors (MobileNet-v2's 24 on
 // AVX-512) would hold the whole graph to a narrower block. Where such a value only flows from
-// group-1 convolutions into group-1 convolutions (and residual adds between them), its producers
-// get zero output channels appended and its readers zero input channels, so the padded channels
-// are finite and never reach a real one.
+// group-1 convolutions into group-1 convolutions (and residual adds between them) or global
+// pooling, its producers get zero output channels appended, its readers zero input channels, and
+// a pool's result is cropped back, so the padded channels are finite and never reach a real one.
 #include <algorithm>
 #include <set>
 
@@ -91,6 +91,8 @@ int pad_channels(Graph& g, int64_t lanes) {
       bool ok = true;
       for (size_t r : g.consumers(*it)) {
         const Node& reader = g.nodes[r];
+        // Global pooling keeps the padded channels apart; its result is cropped.
+        if (reader.op == "GlobalAveragePool") continue;
         if (!plain_conv(g, reader)) {
           ok = false;
           break;
@@ -149,6 +151,26 @@ int pad_channels(Graph& g, int64_t lanes) {
   for (const std::string& v : padded_values) {
     std::vector<int64_t>& s = g.shapes.at(v);
     s[1] = round_up(s[1], lanes);
+  }
+  // A pooled padded value: the pool writes every channel, a Slice keeps the real ones under the
+  // old name (SqueezeNet's 1000 classes, which held the whole graph to blocks of 8 on AVX-512).
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& pool = g.nodes[i];
+    if (pool.op != "GlobalAveragePool" || !padded_values.count(pool.inputs[0])) continue;
+    const std::string cropped = pool.outputs[0];
+    const std::vector<int64_t> shape = g.shape(cropped);
+    pool.outputs[0] = cropped + ".padded";
+    g.shapes[pool.outputs[0]] = {shape[0], g.shape(pool.inputs[0])[1], 1, 1};
+    Node crop;
+    crop.name = pool.name + ".crop";
+    crop.op = "Slice";
+    crop.inputs = {pool.outputs[0]};
+    crop.outputs = {cropped};
+    crop.attrs["starts"] = std::vector<int64_t>{0};
+    crop.attrs["ends"] = std::vector<int64_t>{shape[1]};
+    crop.attrs["axes"] = std::vector<int64_t>{1};
+    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(crop));
+    ++changed;
   }
   return changed;
 }

@@ -42,10 +42,11 @@ int fold_batch_norm(Graph& g);
 int fuse_epilogues(Graph& g);
 /// Values whose channel count is not a multiple of `lanes` (above 8), made by group-1 Convs with
 /// constant weights and read only by such Convs (as data, or as a residual of one whose output is
-/// padded too), get zero channels up to the next multiple: zero output channels on their
-/// producers (weights, bias, per-channel adds), zero input channels on their readers. The graph's
-/// outputs are unchanged; the point is one vector-wide channel block for the whole graph.
-/// Returns how many Convs changed.
+/// padded too) or by GlobalAveragePool, get zero channels up to the next multiple: zero output
+/// channels on their producers (weights, bias, per-channel adds), zero input channels on their
+/// readers, and a Slice after each pool back to the real channels. The graph's outputs are
+/// unchanged; the point is one vector-wide channel block for the whole graph. Returns how many
+/// Convs changed and Slices were added.
 int pad_channels(Graph& g, int64_t lanes);
 /// Nodes none of whose outputs reach a graph output, and constants nothing reads, are removed.
 int eliminate_dead_nodes(Graph& g);

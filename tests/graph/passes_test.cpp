@@ -329,13 +329,28 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
   ex.run();
   EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
 
-  // A value some other node reads (a pool), or that leaves the graph, keeps its channels.
+  // A value some other node reads (a max pool), or that leaves the graph, keeps its channels.
   GraphBuilder b2(14);
   std::string z = b2.conv(b2.input({1, 16, 8, 8}), 16, 24, 1, 1, 0);
-  std::string pooled = b2.node("GlobalAveragePool", {z});
-  Graph pool = b2.finish(b2.conv(pooled, 24, 16, 1, 1, 0));
+  std::string windows = b2.node(
+      "MaxPool", {z},
+      {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  Graph pool = b2.finish(b2.conv(windows, 24, 16, 1, 1, 0));
   graph::run_default_passes(pool, {.blocked_layout = false});
   EXPECT_EQ(graph::pad_channels(pool, 16), 0);
+  // Global pooling takes the padded channels and a Slice crops its result (SqueezeNet's 1000
+  // classes): the producer and the Slice change.
+  std::string pooled = b2.node("GlobalAveragePool", {z});
+  Graph global = b2.finish(b2.node("Flatten", {b2.node("Relu", {pooled})}));
+  graph::run_default_passes(global, {.blocked_layout = false});
+  HostTensor x2 = b2.random_tensor({1, 16, 8, 8});
+  HostTensor unpadded = run(global, x2);
+  EXPECT_EQ(graph::pad_channels(global, 16), 2) << graph::print_graph(global);
+  EXPECT_EQ(count_op(global, "Slice"), 1);
+  EXPECT_EQ(global.shape(z)[1], 32);
+  EXPECT_EQ(global.shape(pooled)[1], 24);
+  EXPECT_LT(testing::max_relative_error(run(global, x2), unpadded), 1e-12);
+  EXPECT_EQ(graph::channel_block(global, 16), 16);
   Graph leaving = b2.finish(b2.conv(z, 24, 24, 1, 1, 0));
   graph::run_default_passes(leaving, {.blocked_layout = false});
   EXPECT_EQ(graph::pad_channels(leaving, 16), 2) << "z, read by a conv only, still pads";
