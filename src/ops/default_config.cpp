@@ -103,6 +103,9 @@ void gemm_defaults(Chooser& c, int64_t m, int64_t n, int threads) {
           [&](const std::vector<int64_t>& t) { return t[0] <= m && t[1] * t[2] <= n; });
   c.value("tile_k", {{8}, {4}, {2}});
   c.label("cache", "write_cache");
+  // The k steps of a tile unrolled: BERT's 128 x 768 x 3072 dense 205-292 GFLOP/s without, 322-328
+  // with (peak 424; Xeon AVX-512, 2 threads), the whole encoder 93 -> 83 ms.
+  c.label("unroll_k", "on");
   // Column blocks outermost where B is the larger operand (a dense's weights over a short batch):
   // each panel of B is read once while the rows of A stay in L2, instead of all of B once per
   // tile of rows.
