@@ -172,10 +172,10 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
        {"cache_write(pool", "parallel(pool.c.outer)"}},
       {"matmul:M=128,N=128,K=128", {"cache_write(C", "parallel(i.outer)"}},
       // Blocked: two blocks by as many columns as the registers hold besides their weights and
-      // the broadcast (AVX2: 6, a tail of 2), the epilogue per block, rows to the threads where
-      // there are more rows than channel tiles.
+      // the broadcast (AVX2: 6, a tail of 2; AVX-512: 14, an even width that splits the row),
+      // the epilogue per block, rows to the threads where there are more rows than channel tiles.
       {"conv2d_nchwc:N=1,C=64,H=56,W=56,O=64,K=3,S=1,P=1,CB=8,BIAS=1,RES=1,ACT=1",
-       {"split(oc, 2)", wide ? "split(x, 8)" : "split(x, 6)",
+       {"split(oc, 2)", wide ? "split(x, 14)" : "split(x, 6)",
         "reverse_compute_at(epilogue, x.outer)", "parallel(y.outer)"}},
       {"conv2d_nchwc:N=1,C=512,H=7,W=7,O=512,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
        {"split(x, 7)", "parallel(oc.outer)"}},
@@ -186,10 +186,14 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
         wide ? "unroll(y.inner) ; cache_write" : "unroll(rx)"}},
       {"conv2d_nchwc:N=1,C=32,H=20,W=20,O=64,K=4,S=2,P=0,CB=8", {"split(oc, 2)", "split(x, 3)"}},
       // A 1x1 window splits a 14-wide row evenly with one column more (AVX2: 7 for 6); a 3x3
-      // one keeps the registers' count.
-      {"conv2d_nchwc:N=1,C=1024,H=14,W=14,O=256,K=1,S=1,P=0,CB=8,BIAS=1,ACT=1", {"split(x, 7)"}},
+      // one keeps the registers' count; AVX-512 takes the whole row in either; a 13-wide row
+      // (odd) keeps 8.
+      {"conv2d_nchwc:N=1,C=1024,H=14,W=14,O=256,K=1,S=1,P=0,CB=8,BIAS=1,ACT=1",
+       {wide ? "split(x, 14)" : "split(x, 7)"}},
       {"conv2d_nchwc:N=1,C=256,H=14,W=14,O=256,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
-       {wide ? "split(x, 7)" : "split(x, 6)"}},
+       {wide ? "split(x, 14)" : "split(x, 6)"}},
+      {"conv2d_nchwc:N=1,C=64,H=13,W=13,O=256,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
+       {wide ? "split(x, 8)" : "split(x, 6)"}},
       // Softmax: each tile of rows in one pass, the row statistics as vectors along the row.
       {"softmax:M=1536,N=128",
        {"compute_at(exp_sum, softmax.i.outer)", "rfactor(row_max, row_max.k.inner)",
