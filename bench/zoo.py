@@ -9,7 +9,8 @@ batch 1. For each export: does tessera import it (and if not, its one-line reaso
 relative error against onnxruntime, and the median time of each runtime over alternating rounds.
 
 Needs torch and torchvision (large: not part of CI); onnx, onnxruntime and numpy; openvino is
-optional. Example:
+optional, and runs in float32 as the others do (its own default on CPUs with AMX or AVX-512 BF16
+is bfloat16), its error against onnxruntime reported beside tessera's. Example:
 
     python3 bench/zoo.py --tessera build/tessera --out docs/bench/zoo --threads 2 --rounds 5
     python3 bench/zoo.py --tessera build/tessera --models resnet18 vit_b_16 --survey
