@@ -22,6 +22,16 @@ HostTensor run(const Graph& g, const HostTensor& x) {
   return graph::run_reference(g, {{g.inputs[0], x}}).at(0);
 }
 
+// The graph as the executor compiles it (after the passes already run on it), two threads.
+HostTensor run_compiled(const Graph& g, const HostTensor& x) {
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(x.data);
+  ex.run();
+  return ex.output(0);
+}
+
 int count_op(const Graph& g, const std::string& op) {
   int n = 0;
   for (const graph::Node& node : g.nodes) n += node.op == op;
@@ -109,12 +119,7 @@ TEST(GraphPasses, SiluAndHardSwishFuseAsTheConvolutionsActivation) {
                                               "Conv", "Sigmoid", "Mul", "Add"}));
   for (size_t i : {0, 1}) EXPECT_GT(g.nodes[i].attr_int(graph::kBlockAttr, 0), 1) << i;
   EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
-  graph::ExecutorParams params;
-  params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
-  ex.input(0).from_doubles(in.data);
-  ex.run();
-  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-5);
+  EXPECT_LT(testing::max_relative_error(run_compiled(g, in), before), 1e-5);
 }
 
 // Global pooling as the dynamo exporter writes it: ReduceMean over axes 2 and 3 (either sign,
@@ -142,12 +147,7 @@ TEST(GraphPasses, SpatialReduceMeanBecomesGlobalAveragePool) {
   EXPECT_EQ(g.shape(flat), (std::vector<int64_t>{1, 16}));
   EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
   graph::run_default_passes(g);
-  graph::ExecutorParams params;
-  params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
-  ex.input(0).from_doubles(in.data);
-  ex.run();
-  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-5);
+  EXPECT_LT(testing::max_relative_error(run_compiled(g, in), before), 1e-5);
 }
 
 // The residual comes from a branch computed after the producer: the fused node moves down to
