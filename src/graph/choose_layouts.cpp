@@ -70,8 +70,9 @@ int64_t channel_block(const Graph& g, int64_t lanes) {
   if (lanes <= 8) return lanes;
   double all = 0, only_narrow = 0;
   for (const Node& n : g.nodes) {
-    if (n.op != "Conv" || !g.is_constant(n.inputs[1])) continue;
+    if (n.op != "Conv" || n.inputs.size() < 2 || !g.is_constant(n.inputs[1])) continue;
     const std::vector<int64_t>& w = g.shape(n.inputs[1]);
+    if (w.size() != 4) continue;
     const double flops = 2.0 * num_elements(g.shape(n.outputs[0])) * w[1] * w[2] * w[3];
     all += flops;
     if (blockable_conv(g, n, 8) && !blockable_conv(g, n, lanes)) only_narrow += flops;

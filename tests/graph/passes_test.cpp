@@ -120,6 +120,19 @@ TEST(GraphPasses, SiluAndHardSwishFuseAsTheConvolutionsActivation) {
   for (size_t i : {0, 1}) EXPECT_GT(g.nodes[i].attr_int(graph::kBlockAttr, 0), 1) << i;
   EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
   EXPECT_LT(testing::max_relative_error(run_compiled(g, in), before), 1e-5);
+  // A matrix product's epilogue runs them too (a pass of its own after the product).
+  GraphBuilder m(7);
+  std::string rows = m.input({6, 20});
+  std::string p = m.node("MatMul", {rows, m.random({20, 24})});
+  std::string q = m.node("MatMul", {m.node("Mul", {p, m.node("Sigmoid", {p})}), m.random({24, 8})});
+  Graph mg = m.finish(m.node("HardSwish", {q}));
+  HostTensor m_in = m.random_tensor({6, 20}, -3, 3);
+  HostTensor mbefore = run(mg, m_in);
+  graph::run_default_passes(mg);
+  ASSERT_EQ(mg.nodes.size(), 2u) << graph::print_graph(mg);
+  EXPECT_EQ(mg.nodes[0].label(), "MatMul+Silu");
+  EXPECT_EQ(mg.nodes[1].label(), "MatMul+HardSwish");
+  EXPECT_LT(testing::max_relative_error(run_compiled(mg, m_in), mbefore), 1e-5);
 }
 
 // Global pooling as the dynamo exporter writes it: ReduceMean over axes 2 and 3 (either sign,
