@@ -6,6 +6,7 @@
 #include <set>
 
 #include "graph/op_table.h"
+#include "ops/nn.h"
 #include "te/error.h"
 
 namespace tessera::graph {

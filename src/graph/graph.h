@@ -9,7 +9,9 @@
 #include <variant>
 #include <vector>
 
-#include "ops/nn.h"
+namespace tessera {
+enum class Activation;  // ops/nn.h: the blocked kernels' fused activations
+}  // namespace tessera
 
 namespace tessera::graph {
 

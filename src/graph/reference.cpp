@@ -247,11 +247,11 @@ HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const 
         for (double& v : out.data) v = std::min(std::max(v, e.lo), e.hi);
         break;
       case Epilogue::Kind::kHardSwish:
-        for (double& v : out.data) v = activate(Activation::kHardSwish, v);
+      case Epilogue::Kind::kSilu: {
+        const Activation act = fused_activation(e.kind);
+        for (double& v : out.data) v = activate(act, v);
         break;
-      case Epilogue::Kind::kSilu:
-        for (double& v : out.data) v = activate(Activation::kSilu, v);
-        break;
+      }
     }
   }
   return out;
