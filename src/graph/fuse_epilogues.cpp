@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -32,6 +33,12 @@ bool absorb(Graph& g, Node& producer, const Node& next) {
   if (next.op == "HardSwish") {
     if (activated(producer)) return false;
     producer.epilogue.push_back({Epilogue::Kind::kHardSwish, -1, 0, 0});
+    return true;
+  }
+  // The tanh approximation is a different function; only the exact form is fused.
+  if (next.op == "Gelu" && next.attr_string("approximate", "none") == "none") {
+    if (activated(producer)) return false;
+    producer.epilogue.push_back({Epilogue::Kind::kGelu, -1, 0, 0});
     return true;
   }
   if (next.op == "Clip") {
@@ -87,6 +94,73 @@ std::optional<std::pair<size_t, size_t>> silu_of(const Graph& g, const std::stri
   return std::nullopt;
 }
 
+// A scalar constant operand of `n` other than `value`, when `n` is binary and reads `value`.
+std::optional<double> scalar_operand(const Graph& g, const Node& n, const std::string& value) {
+  if (n.inputs.size() != 2) return std::nullopt;
+  const std::string& other = n.inputs[0] == value ? n.inputs[1] : n.inputs[0];
+  if (other == value || (n.inputs[0] != value && n.inputs[1] != value)) return std::nullopt;
+  if (!g.is_constant(other) || g.constants.at(other).data.size() != 1) return std::nullopt;
+  return g.constants.at(other).data[0];
+}
+
+bool near(double a, double b) {
+  return std::abs(a - b) <= 1e-6 * std::abs(b);
+}
+
+// The one node reading `value`, when nothing else (nor the graph's outputs) sees it.
+std::optional<size_t> sole_reader(const Graph& g, const std::string& value) {
+  if (g.is_output(value)) return std::nullopt;
+  std::vector<size_t> readers = g.consumers(value);
+  if (readers.size() != 1) return std::nullopt;
+  return readers[0];
+}
+
+// The exact GELU as exporters write it: y/sqrt2 (a Div or a Mul by 1/sqrt2), Erf, Add 1, and the
+// product with y and 1/2 in either order: Mul(Mul(y, erf + 1), 1/2) (torch's nn.GELU) or
+// Mul(Mul(y, 1/2), erf + 1). The indices of its five nodes, the last first, when they read
+// nothing but `y` and each other and nothing else reads them.
+std::optional<std::vector<size_t>> gelu_of(const Graph& g, const std::string& y) {
+  std::vector<size_t> readers = g.consumers(y);
+  if (readers.size() != 2) return std::nullopt;
+  for (int first = 0; first < 2; ++first) {
+    const Node& scale = g.nodes[readers[first]];
+    const std::optional<double> by = scalar_operand(g, scale, y);
+    if (!by || !((scale.op == "Div" && scale.inputs[0] == y && near(*by, std::sqrt(2.0))) ||
+                 (scale.op == "Mul" && near(*by, std::sqrt(0.5)))))
+      continue;
+    const std::optional<size_t> erf = sole_reader(g, scale.outputs[0]);
+    if (!erf || g.nodes[*erf].op != "Erf") continue;
+    const std::optional<size_t> plus_one = sole_reader(g, g.nodes[*erf].outputs[0]);
+    if (!plus_one || g.nodes[*plus_one].op != "Add") continue;
+    const std::optional<double> one =
+        scalar_operand(g, g.nodes[*plus_one], g.nodes[*erf].outputs[0]);
+    if (!one || *one != 1.0) continue;
+    const std::string& gate = g.nodes[*plus_one].outputs[0];
+    const size_t product = readers[1 - first];
+    const Node& mul = g.nodes[product];
+    if (mul.op != "Mul" || mul.inputs.size() != 2) continue;
+    const std::optional<size_t> last = sole_reader(g, mul.outputs[0]);
+    if (!last || g.nodes[*last].op != "Mul") continue;
+    const Node& end = g.nodes[*last];
+    const bool gate_first = (mul.inputs[0] == y && mul.inputs[1] == gate) ||
+                            (mul.inputs[0] == gate && mul.inputs[1] == y);
+    bool matched = false;
+    if (gate_first) {
+      const std::optional<double> half = scalar_operand(g, end, mul.outputs[0]);
+      matched = half && *half == 0.5 && sole_reader(g, gate) == product;
+    } else {
+      const std::optional<double> half = scalar_operand(g, mul, y);
+      matched = half && *half == 0.5 && sole_reader(g, gate) == *last && end.inputs.size() == 2 &&
+                ((end.inputs[0] == mul.outputs[0] && end.inputs[1] == gate) ||
+                 (end.inputs[0] == gate && end.inputs[1] == mul.outputs[0]));
+    }
+    if (!matched) continue;
+    std::vector<size_t> nodes{*last, product, *plus_one, *erf, readers[first]};
+    return nodes;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int fuse_epilogues(Graph& g) {
@@ -110,6 +184,16 @@ int fuse_epilogues(Graph& g) {
                {std::max(silu->first, silu->second), std::min(silu->first, silu->second)})
             g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(r));
           fused += 2;
+          continue;
+        }
+        if (auto gelu = gelu_of(g, y); gelu && !activated(producer)) {
+          producer.epilogue.push_back({Epilogue::Kind::kGelu, -1, 0, 0});
+          producer.outputs[0] = g.nodes[gelu->front()].outputs[0];
+          // All come after the producer; erased from the back so the indices stay valid.
+          std::vector<size_t> order = *gelu;
+          std::sort(order.rbegin(), order.rend());
+          for (size_t r : order) g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(r));
+          fused += static_cast<int>(order.size());
           continue;
         }
         std::vector<size_t> readers = g.consumers(y);

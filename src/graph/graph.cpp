@@ -77,6 +77,9 @@ std::string Node::label() const {
       case Epilogue::Kind::kSilu:
         s += "+Silu";
         break;
+      case Epilogue::Kind::kGelu:
+        s += "+Gelu";
+        break;
     }
   }
   return s;
@@ -90,6 +93,8 @@ Activation fused_activation(Epilogue::Kind kind) {
       return Activation::kHardSwish;
     case Epilogue::Kind::kSilu:
       return Activation::kSilu;
+    case Epilogue::Kind::kGelu:
+      return Activation::kGelu;
     default:
       throw_internal("epilogue kind {} is no activation of its own", static_cast<int>(kind));
   }

@@ -9,6 +9,7 @@
 
 #include "graph/op_attrs.h"
 #include "graph/op_rows.h"
+#include "ops/nn.h"
 #include "te/error.h"
 #include "te/tensor.h"
 
@@ -123,29 +124,6 @@ Expr power(Expr x, double e) {
   return exp(log(x) * f32(e));
 }
 
-// erf through exp, so that it runs on whole vectors (erff is one libm call per lane: 11 of BERT's
-// 209 ms). Below |x| = 1 its Taylor series to x^19 (the first term left out is under 2e-8 there,
-// and it is exact near 0); above, Abramowitz and Stegun's 7.1.26, 1 - p(t) e^(-x^2) with
-// t = 1 / (1 + 0.3275911 |x|) (absolute error under 1.5e-7, where erf is above 0.84).
-Expr erf_through_exp(Expr x) {
-  Expr x2 = x * x;
-  // sum over n of (-1)^n x^(2n+1) / (n! (2n+1)), from the last term in (Horner's rule)
-  Expr series = f32(0.0);
-  double factorial = 362880;  // 9!
-  for (int n = 9; n >= 0; --n) {
-    series = series * x2 + f32((n % 2 == 0 ? 1.0 : -1.0) / (factorial * (2 * n + 1)));
-    factorial /= std::max(n, 1);
-  }
-  series = series * x * f32(M_2_SQRTPI);
-  Expr a = max(x, f32(0.0) - x);
-  Expr t = f32(1.0) / (f32(1.0) + f32(0.3275911) * a);
-  Expr p = t * (f32(0.254829592) +
-                t * (f32(-0.284496736) +
-                     t * (f32(1.421413741) + t * (f32(-1.453152027) + t * f32(1.061405429)))));
-  Expr tail = f32(1.0) - p * exp(f32(0.0) - x2);
-  return select(a < f32(1.0), series, select(x < f32(0.0), f32(0.0) - tail, tail));
-}
-
 bool is_float_type(int64_t onnx_type) {
   // FLOAT, FLOAT16, DOUBLE, BFLOAT16
   return onnx_type == 1 || onnx_type == 10 || onnx_type == 11 || onnx_type == 16;
@@ -172,7 +150,7 @@ void add_elementwise_rows(std::vector<OpDef>& t) {
   t.push_back(unary(
       "Sqrt", [](double x) { return std::sqrt(x); }, [](Expr x) { return sqrt(x); }));
   t.push_back(unary(
-      "Erf", [](double x) { return std::erf(x); }, [](Expr x) { return erf_through_exp(x); }));
+      "Erf", [](double x) { return std::erf(x); }, [](Expr x) { return erf_on_vectors(x); }));
   t.push_back(unary(
       "Neg", [](double x) { return -x; }, [](Expr x) { return f32(0.0) - x; }));
   t.push_back(unary(
@@ -232,7 +210,7 @@ void add_elementwise_rows(std::vector<OpDef>& t) {
       },
       [](const std::vector<double>& p, const std::vector<Expr>& x) {
         Expr v = x[0];
-        if (p[0] == 0) return f32(0.5) * v * (f32(1.0) + erf_through_exp(v * f32(M_SQRT1_2)));
+        if (p[0] == 0) return f32(0.5) * v * (f32(1.0) + erf_on_vectors(v * f32(M_SQRT1_2)));
         return f32(0.5) * v *
                (f32(1.0) + tanh(f32(std::sqrt(2 / M_PI)) * (v + f32(0.044715) * v * v * v)));
       },

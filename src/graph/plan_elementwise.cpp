@@ -43,7 +43,8 @@ void Planner::epilogue_step(const Node& n, size_t src, const std::vector<int64_t
       in_shapes.push_back(g_.shape(n.inputs[e.input]));
     } else if (e.kind == Epilogue::Kind::kRelu) {
       steps.push_back({ElementwiseStep::Kind::kRelu, -1, 0, 0, {}, {}});
-    } else if (e.kind == Epilogue::Kind::kHardSwish || e.kind == Epilogue::Kind::kSilu) {
+    } else if (e.kind == Epilogue::Kind::kHardSwish || e.kind == Epilogue::Kind::kSilu ||
+               e.kind == Epilogue::Kind::kGelu) {
       const Activation act = fused_activation(e.kind);
       steps.push_back({ElementwiseStep::Kind::kScalar,
                        -1,

@@ -77,13 +77,19 @@ void Planner::plan_gemm(const Node& n) {
   bool has_c = n.inputs.size() > 2 && !n.inputs[2].empty();
   bool needs_epilogue = has_c || !n.epilogue.empty();
   std::vector<int64_t> out_shape{a.m, a.n};
-  size_t raw = needs_epilogue ? new_array(out_shape) : output_slot(n);
+  std::optional<DenseWeights> dense;
   if (g_.is_constant(n.inputs[1])) {
     // dense keeps weights [out][in], as Gemm with transB=1 stores them; alpha folds into them.
     HostTensor b = g_.constants.at(n.inputs[1]);
     HostTensor wt = a.trans_b ? b : transposed_2d(b);
     for (double& v : wt.data) v *= a.alpha;
-    dense_step(lhs, dense_weights(wt, a.m), raw);
+    dense = dense_weights(wt, a.m);
+    if (auto e = dense_epilogue(n, out_shape, has_c ? n.inputs[2] : "", a.beta))
+      return dense_step(lhs, *dense, output_slot(n), *e);
+  }
+  size_t raw = needs_epilogue ? new_array(out_shape) : output_slot(n);
+  if (dense) {
+    dense_step(lhs, *dense, raw);
   } else {
     if (a.alpha != 1.0)
       throw_error("{}: alpha={} with non-constant B is not supported", n.where(), a.alpha);
@@ -118,11 +124,74 @@ Planner::DenseWeights Planner::dense_weights(const HostTensor& weights, int64_t 
   return d;
 }
 
+std::optional<Planner::DenseEpilogue> Planner::dense_epilogue(const Node& n,
+                                                              const std::vector<int64_t>& out_shape,
+                                                              const std::string& c, double beta) {
+  const int64_t columns = out_shape.back();
+  std::vector<double> bias(static_cast<size_t>(columns), 0.0);
+  bool has_bias = false;
+  std::optional<std::string> residual;
+  int act = 0;
+  // Takes `v` times `scale` into the bias or as the residual; false where it fits neither.
+  auto add = [&](const std::string& v, double scale) {
+    if (act != 0) return false;
+    const std::vector<int64_t>& s = g_.shape(v);
+    bool along_columns =
+        num_elements(s) == 1 || (!s.empty() && s.back() == columns && num_elements(s) == columns &&
+                                 s.size() <= out_shape.size());
+    if (g_.is_constant(v) && along_columns) {
+      const HostTensor& t = g_.constants.at(v);
+      for (size_t j = 0; j < bias.size(); ++j)
+        bias[j] += scale * t.data[t.data.size() == 1 ? 0 : j];
+      has_bias = true;
+      return true;
+    }
+    if (residual || scale != 1.0 || s != out_shape) return false;
+    residual = v;
+    return true;
+  };
+  if (!c.empty() && !add(c, beta)) return std::nullopt;
+  for (const Epilogue& e : n.epilogue) {
+    if (e.kind == Epilogue::Kind::kAdd) {
+      if (!add(n.inputs[e.input], 1.0)) return std::nullopt;
+      continue;
+    }
+    if (act != 0) return std::nullopt;
+    if (e.kind == Epilogue::Kind::kClip) {
+      if (e.lo != 0 || !(e.hi == 6 || std::isinf(e.hi))) return std::nullopt;
+      act = std::isinf(e.hi) ? 1 : 2;
+    } else {
+      act = static_cast<int>(fused_activation(e.kind));
+    }
+  }
+  DenseEpilogue d;
+  d.act = act;
+  if (has_bias) d.bias = constant_array({{columns}, bias, false});
+  if (residual)
+    d.residual =
+        g_.is_constant(*residual) ? constant_array(g_.constants.at(*residual)) : slot(*residual);
+  return d;
+}
+
 void Planner::dense_step(size_t x, const DenseWeights& w, size_t y) {
+  dense_step(x, w, y, DenseEpilogue());
+}
+
+void Planner::dense_step(size_t x, const DenseWeights& w, size_t y, const DenseEpilogue& e) {
   const int64_t batch = static_cast<int64_t>(ex_.arrays_[x].num_elements()) / w.in;
-  library_step(fmt::format("dense:B={},I={},O={}{}", batch, w.in, w.out,
-                           w.block > 0 ? fmt::format(",WB={}", w.block) : ""),
-               {x, w.slot, y});
+  std::vector<size_t> args{x, w.slot};
+  std::string keys = w.block > 0 ? fmt::format(",WB={}", w.block) : "";
+  if (e.bias) {
+    keys += ",BIAS=1";
+    args.push_back(*e.bias);
+  }
+  if (e.residual) {
+    keys += ",RES=1";
+    args.push_back(*e.residual);
+  }
+  if (e.act != 0) keys += fmt::format(",ACT={}", e.act);
+  args.push_back(y);
+  library_step(fmt::format("dense:B={},I={},O={}{}", batch, w.in, w.out, keys), std::move(args));
 }
 
 void Planner::plan_matmul(const Node& n) {
@@ -131,16 +200,19 @@ void Planner::plan_matmul(const Node& n) {
   std::vector<int64_t> out_shape = g_.shape(n.outputs[0]);
   int64_t m = as[as.size() - 2], k = as.back(), nn = bs.back();
   int64_t batch = num_elements(as) / (m * k);
-  size_t raw = n.epilogue.empty() ? output_slot(n) : new_array(out_shape);
   if (bs.size() == 2 && g_.is_constant(n.inputs[1])) {
     // Constant weights (a transformer's projections): dense, which keeps them [out][in] and
     // prepacks them, as Gemm's do; the plain matmul's default ran BERT's 128x768x3072 40 ms
     // against dense's 2.5 (Zen AVX2, 2 threads).
-    dense_step(slot(n.inputs[0]),
-               dense_weights(transposed_2d(g_.constants.at(n.inputs[1])), batch * m), raw);
-    if (!n.epilogue.empty()) epilogue_step(n, raw, out_shape, {});
+    DenseWeights weights = dense_weights(transposed_2d(g_.constants.at(n.inputs[1])), batch * m);
+    if (auto e = dense_epilogue(n, out_shape, "", 1.0))
+      return dense_step(slot(n.inputs[0]), weights, output_slot(n), *e);
+    size_t raw = new_array(out_shape);
+    dense_step(slot(n.inputs[0]), weights, raw);
+    epilogue_step(n, raw, out_shape, {});
     return;
   }
+  size_t raw = n.epilogue.empty() ? output_slot(n) : new_array(out_shape);
   std::vector<size_t> args{slot(n.inputs[0]), slot(n.inputs[1]), raw};
   if (bs.size() == 2) {
     library_step(fmt::format("matmul:M={},N={},K={}", batch * m, nn, k), args);
@@ -191,7 +263,7 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   int act = 0;
   for (const Epilogue& e : n.epilogue) {
     if (e.kind == Epilogue::Kind::kRelu || e.kind == Epilogue::Kind::kHardSwish ||
-        e.kind == Epilogue::Kind::kSilu) {
+        e.kind == Epilogue::Kind::kSilu || e.kind == Epilogue::Kind::kGelu) {
       act = static_cast<int>(fused_activation(e.kind));
     } else if (e.kind == Epilogue::Kind::kClip) {
       act = std::isinf(e.hi) ? 1 : 2;

@@ -106,7 +106,21 @@ class Planner {
   };
   DenseWeights dense_weights(const HostTensor& weights, int64_t batch);
 
-  // y = x W^T over the rows of x.
+  // What a dense kernel applies as it writes (workload keys BIAS, RES, ACT).
+  struct DenseEpilogue {
+    std::optional<size_t> bias, residual;
+    int act = 0;
+  };
+
+  // `n`'s epilogue, after `c` (a Gemm's C times `beta`, or "" for none), as a dense kernel's:
+  // constants along the columns (or scalars) summed into one bias, at most one residual of the
+  // result's shape, then at most one activation. Nothing when it does not take that form, so
+  // that a bias after an activation, say, keeps the pass of its own.
+  std::optional<DenseEpilogue> dense_epilogue(const Node& n, const std::vector<int64_t>& out_shape,
+                                              const std::string& c, double beta);
+
+  // y = x W^T over the rows of x, then `e`.
+  void dense_step(size_t x, const DenseWeights& w, size_t y, const DenseEpilogue& e);
   void dense_step(size_t x, const DenseWeights& w, size_t y);
 
   void plan_matmul(const Node& n);

@@ -247,7 +247,8 @@ HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const 
         for (double& v : out.data) v = std::min(std::max(v, e.lo), e.hi);
         break;
       case Epilogue::Kind::kHardSwish:
-      case Epilogue::Kind::kSilu: {
+      case Epilogue::Kind::kSilu:
+      case Epilogue::Kind::kGelu: {
         const Activation act = fused_activation(e.kind);
         for (double& v : out.data) v = activate(act, v);
         break;

@@ -279,6 +279,8 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
     } else {
       gemm_defaults(c, w.get("B"), w.get("O"), threads);
     }
+    // Bias, residual and activation per finished block, while it is in L1.
+    if (c.has("epilogue")) c.label("epilogue", "at_block");
   } else if (op == "matmul") {
     gemm_defaults(c, w.get("M"), w.get("N"), threads);
   } else if (op == "batch_matmul") {

@@ -58,8 +58,12 @@ Tensor relu(const Tensor& x, const std::string& name = "relu");
 /// What a blocked convolution applies to its result as it writes it: + bias (one value per output
 /// channel, [C/cb][cb], the same memory as [C]), + a residual of the output's shape, then an
 /// activation. The graph layer fuses a model's BatchNormalization shift, skip connection and
-/// Relu/Relu6, HardSwish and SiLU (x sigmoid x) here (workload keys BIAS, RES, ACT).
-enum class Activation { kNone = 0, kRelu = 1, kRelu6 = 2, kHardSwish = 3, kSilu = 4 };
+/// Relu/Relu6, HardSwish, SiLU (x sigmoid x) and GELU (x/2 (1 + erf(x/sqrt 2))) here (workload
+/// keys BIAS, RES, ACT).
+enum class Activation { kNone = 0, kRelu = 1, kRelu6 = 2, kHardSwish = 3, kSilu = 4, kGelu = 5 };
+/// erf(x) from exp, select and arithmetic, which the vector code computes on whole vectors (erff
+/// is a libm call per lane); within 1.5e-7 of erf.
+Expr erf_on_vectors(Expr x);
 /// The activation's value at v (te), and its reference.
 Expr activate(Activation act, Expr v);
 double activate(Activation act, double v);
@@ -67,6 +71,10 @@ double activate(Activation act, double v);
 /// never shadow the producer's); `bias` and `residual` may be null.
 Tensor blocked_epilogue(const Tensor& x, const Tensor* bias, const Tensor* residual, Activation act,
                         const std::string& name = "epilogue");
+/// The same epilogue over a dense layer's [B][O] result (axes ei, ej): bias [O], a residual
+/// [B][O].
+Tensor dense_epilogue(const Tensor& x, const Tensor* bias, const Tensor* residual, Activation act,
+                      const std::string& name = "epilogue");
 /// x[n, o, y, x] + bias[o] for an NCHW x.
 Tensor bias_add_nchw(const Tensor& x, const Tensor& bias, const std::string& name = "bias");
 

@@ -150,7 +150,7 @@ struct BlockedConv {
 };
 
 // The fused epilogue of a blocked convolution: BIAS=1 adds bias[O] ([O/cb][cb]), RES=1 a residual
-// of the output's layout, ACT=1 relu, ACT=2 relu6, ACT=3 hardswish, ACT=4 silu.
+// of the output's layout, ACT=1 relu, ACT=2 relu6, ACT=3 hardswish, ACT=4 silu, ACT=5 gelu.
 struct EpilogueKeys {
   bool bias = false, residual = false;
   Activation act = Activation::kNone;
@@ -169,9 +169,11 @@ EpilogueKeys epilogue_keys(const Workload& w) {
   };
   EpilogueKeys e{flag("BIAS"), flag("RES"), Activation::kNone};
   int64_t act = w.get_or("ACT", 0);
-  if (act < 0 || act > 4)
-    throw_error("{}: ACT must be 0 (none), 1 (relu), 2 (relu6), 3 (hardswish) or 4 (silu), got {}",
-                w.op, act);
+  if (act < 0 || act > 5)
+    throw_error(
+        "{}: ACT must be 0 (none), 1 (relu), 2 (relu6), 3 (hardswish), 4 (silu) or 5 (gelu), got "
+        "{}",
+        w.op, act);
   e.act = static_cast<Activation>(act);
   return e;
 }
@@ -383,8 +385,17 @@ OpInstance build_dense(const Workload& w) {
   Tensor weight = placeholder(
       wb == 0 ? std::vector<int64_t>{out, in} : std::vector<int64_t>{(out + wb - 1) / wb, in, wb},
       DType::kFloat32, "W");
+  const EpilogueKeys e = epilogue_keys(w);
+  std::vector<Tensor> args{x, weight};
+  std::optional<Tensor> bias, residual;
+  if (e.bias) args.push_back(*(bias = placeholder({out}, DType::kFloat32, "bias")));
+  if (e.residual) args.push_back(*(residual = placeholder({b, out}, DType::kFloat32, "residual")));
   Tensor y = dense(x, weight, "dense", out);
-  OpInstance op{{x, weight, y}, lower("dense", {x, weight, y}), 2.0 * b * in * out, in, nullptr};
+  if (e.any())
+    y = dense_epilogue(y, bias ? &*bias : nullptr, residual ? &*residual : nullptr, e.act);
+  args.push_back(y);
+  OpInstance op{args, lower("dense", args), 2.0 * b * in * out, in, nullptr};
+  const size_t result = args.size() - 1;
   op.reference = [=](Arrays& a) {
     for (int64_t i = 0; i < b; ++i)
       for (int64_t j = 0; j < out; ++j) {
@@ -393,7 +404,10 @@ OpInstance build_dense(const Workload& w) {
           int64_t wi = wb == 0 ? j * in + k : (j / wb * in + k) * wb + j % wb;
           acc += a[0][i * in + k] * a[1][wi];
         }
-        a[2][i * out + j] = acc;
+        size_t next = 2;
+        if (e.bias) acc += a[next++][j];
+        if (e.residual) acc += a[next][i * out + j];
+        a[result][i * out + j] = activate(e.act, acc);
       }
   };
   return op;
@@ -500,7 +514,7 @@ const std::vector<OpDef>& op_registry() {
        "weights "
        "[O/CB][C/cb][K][K][cb][CB], out [N][O/CB][OH][OW][CB]; epilogue as it writes: BIAS=1 + "
        "bias[O], RES=1 + a residual like out, ACT=1 relu, ACT=2 relu6, ACT=3 hardswish, ACT=4 "
-       "silu",
+       "silu, ACT=5 gelu",
        build_conv2d_nchwc},
       {"conv2d_bias_relu",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
@@ -531,9 +545,10 @@ const std::vector<OpDef>& op_registry() {
        [](const Workload& w) { return build_pool2d(w, PoolKind::kAvg); }},
       {"dense",
        {"B", "I", "O"},
-       {{"WB", 0}},
+       {{"WB", 0}, {"BIAS", 0}, {"RES", 0}, {"ACT", 0}},
        "Y[B,O] = X[B,I] x W[O,I]^T, weights stored [out][in] as in inference, float32; WB>0: "
-       "weights pre-packed as [ceil(O/WB)][I][WB], the last block zero-padded",
+       "weights pre-packed as [ceil(O/WB)][I][WB], the last block zero-padded; epilogue as it "
+       "writes: BIAS=1 + bias[O], RES=1 + a residual like Y, ACT as conv2d_nchwc's",
        build_dense},
       {"batch_matmul",
        {"B", "M", "N", "K"},

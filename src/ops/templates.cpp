@@ -32,7 +32,18 @@ struct GemmNames {
   int64_t lanes = 0;  // the only vector width along j (weights pre-packed in such blocks)
   std::vector<std::string> parallel_prelude;  // prelude loops that run on threads with the rest
   bool parallel_batch = false;  // threads take whole batches (an image's batch loop has extent 1)
+  bool epilogue = false;  // an `epilogue` stage (axes ei, ej) follows the output (dense's BIAS...)
 };
+
+// A fused epilogue (blocked convolutions, dense) (bias, residual, activation; ops/nn.h).
+bool has_epilogue(const Workload& w) {
+  return w.get_or("BIAS", 0) != 0 || w.get_or("RES", 0) != 0 || w.get_or("ACT", 0) != 0;
+}
+
+// Per output block right after its write-back, while the block is in L1, or as a separate pass.
+Knob epilogue_knob() {
+  return choice_knob("epilogue", {"at_block", "separate"});
+}
 
 // The L2 block of the reduction: none, or a slice depth that divides k.
 Knob kc_knob(int64_t k) {
@@ -103,6 +114,10 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
   // 0.79x oneDNN without it).
   const bool row_blocks = m >= 512 && n >= 512;
   if (row_blocks) knobs.push_back(int_knob("tile_mc", {0, 8, 16, 32}));
+  // The epilogue per block of the result right after its last k step, while the block is in
+  // L1 (and, from the write cache, without the result ever reaching memory), or as a pass of its
+  // own over the whole result.
+  if (g.epilogue) knobs.push_back(epilogue_knob());
   auto instantiate = [g, row_blocks](const ConfigSpace& s, const Config& c) {
     const auto& tile = s.value(c, "tile");
     const int64_t rows = tile[0], vectors = tile[1], lanes = tile[2];
@@ -152,10 +167,23 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
     if (packed) steps.push_back(pack(g.packed, g.packed_dim, block_j));
     if (pack_label == "panel") steps.push_back(cache_read(g.packed, g.j + ".outer"));
     if (cached) steps.push_back(cache_write(g.output, second));
+    // With a kc block the k slices run outside the block loops: a block is final only after
+    // the last slice, and an epilogue inside would add the bias and residual once per slice.
+    if (g.epilogue && s.label(c, "epilogue") == "at_block" && kc == 0) {
+      if (cached) steps.push_back(try_(drop_init(g.output)));
+      steps.push_back(reverse_compute_at("epilogue", second));
+      if (cached) steps.push_back(try_(fuse_write_back(g.output)));
+      steps.push_back(split("ej", lanes));
+      steps.push_back(vectorize("ej.inner"));
+    } else if (g.epilogue && s.value0(c, "parallel") == 1) {
+      steps.push_back(parallel("ei"));
+    }
     if (s.value0(c, "parallel") == 1) {
       bool batch_parallel = g.parallel_batch;
       steps.push_back(parallel(batch_parallel ? g.batch : first));
-      steps.push_back(parallel((batch_parallel ? g.batch : g.i) + ".init"));
+      // An epilogue at the block drops the init pass first (the cache starts from zero).
+      ProgramStrategy init = parallel((batch_parallel ? g.batch : g.i) + ".init");
+      steps.push_back(g.epilogue ? try_(init) : init);
       if (packed) steps.push_back(parallel(g.packed + ".pack.0"));
       for (const std::string& l : g.parallel_prelude) steps.push_back(parallel(l));
     }
@@ -222,7 +250,9 @@ ConfigSpace dense_dot_space(const Workload& w) {
       int_knob("vector_k", {8, 16}),
       choice_knob("parallel", {"off", "outputs"}),
   };
-  auto instantiate = [](const ConfigSpace& s, const Config& c) {
+  const bool epilogue = has_epilogue(w);
+  if (epilogue) knobs.push_back(epilogue_knob());
+  auto instantiate = [epilogue](const ConfigSpace& s, const Config& c) {
     const int64_t lanes = s.value0(c, "vector_k");
     std::vector<ProgramStrategy> steps{
         split("i", s.value(c, "tile_b")[1]),
@@ -235,6 +265,11 @@ ConfigSpace dense_dot_space(const Workload& w) {
         unroll("j.inner"),
         unroll("i.inner"),
     };
+    if (epilogue && s.label(c, "epilogue") == "at_block") {
+      steps.push_back(reverse_compute_at("epilogue", "j.outer"));
+    } else if (epilogue && s.value0(c, "parallel") == 1) {
+      steps.push_back(parallel("ei"));
+    }
     if (s.value0(c, "parallel") == 1) steps.push_back(parallel("j.outer"));
     steps.push_back(try_(drop_init("dense")));
     return seq_all(steps);
@@ -244,21 +279,23 @@ ConfigSpace dense_dot_space(const Workload& w) {
 
 ConfigSpace dense_space(const Workload& w) {
   int64_t wb = w.get_or("WB", 0);
+  const bool epilogue = has_epilogue(w);
   // The outer-product form packs W on every call, which a batch of 32 or more amortizes; below
   // that the dot form is offered too. Offering it everywhere halved what the same trial budget
   // found for BERT's batch of 128 (docs/operators.md).
-  if (wb == 0 && w.get("B") >= 32) {
-    return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"),
-                           GemmNames("dense", "W", 0, "", true));
-  }
+  GemmNames outer("dense", "W", 0, "", true);
+  outer.epilogue = epilogue;
+  if (wb == 0 && w.get("B") >= 32)
+    return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"), outer);
   if (wb == 0) {
-    return choice_of_spaces(w.text(), "form",
-                            {{"outer", gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"),
-                                                       GemmNames("dense", "W", 0, "", true))},
-                             {"dot", dense_dot_space(w)}});
+    return choice_of_spaces(
+        w.text(), "form",
+        {{"outer", gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"), outer)},
+         {"dot", dense_dot_space(w)}});
   }
   GemmNames g("dense", "", 0, "", false);
   g.lanes = wb;
+  g.epilogue = epilogue;
   return gemm_like_space(w.text(), w.get("B"), w.get("O"), w.get("I"), g);
 }
 
@@ -377,16 +414,6 @@ void place_parallel_and_padding(std::vector<ProgramStrategy>* steps, const std::
   if (pad_label == "at_row") steps->push_back(compute_at("pad", row));
   if (pad_label == "inline") steps->push_back(compute_inline("pad"));
   if (parallel_mode != 0 && pad_label == "root") steps->push_back(parallel(pad_channel));
-}
-
-// The blocked convolutions' fused epilogue (bias, residual, activation; ops/nn.h).
-bool has_epilogue(const Workload& w) {
-  return w.get_or("BIAS", 0) != 0 || w.get_or("RES", 0) != 0 || w.get_or("ACT", 0) != 0;
-}
-
-// Per output block right after its write-back, while the block is in L1, or as a separate pass.
-Knob epilogue_knob() {
-  return choice_knob("epilogue", {"at_block", "separate"});
 }
 
 void place_epilogue(std::vector<ProgramStrategy>* steps, const std::string& stage,

@@ -2,13 +2,17 @@
 // outputs before and after on random inputs.
 #include "graph/passes.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "graph/executor.h"
 #include "graph/reference.h"
 #include "graph_builder.h"
+#include "runtime/isa.h"
 
 namespace tessera {
 namespace {
@@ -120,7 +124,7 @@ TEST(GraphPasses, SiluAndHardSwishFuseAsTheConvolutionsActivation) {
   for (size_t i : {0, 1}) EXPECT_GT(g.nodes[i].attr_int(graph::kBlockAttr, 0), 1) << i;
   EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
   EXPECT_LT(testing::max_relative_error(run_compiled(g, in), before), 1e-5);
-  // A matrix product's epilogue runs them too (a pass of its own after the product).
+  // A matrix product's epilogue runs them too (the dense kernel applies it as it writes).
   GraphBuilder m(7);
   std::string rows = m.input({6, 20});
   std::string p = m.node("MatMul", {rows, m.random({20, 24})});
@@ -133,6 +137,74 @@ TEST(GraphPasses, SiluAndHardSwishFuseAsTheConvolutionsActivation) {
   EXPECT_EQ(mg.nodes[0].label(), "MatMul+Silu");
   EXPECT_EQ(mg.nodes[1].label(), "MatMul+HardSwish");
   EXPECT_LT(testing::max_relative_error(run_compiled(mg, m_in), mbefore), 1e-5);
+}
+
+// GELU as the exporters write it joins a matrix product as its activation: torch's nn.GELU
+// (x / sqrt2, Erf, + 1, x times that, times 1/2), the other order of the halving with a Mul by
+// 1/sqrt2, and ONNX's Gelu. The tanh approximation is another function and stays a node. With
+// constant weights each product, its bias, a residual and the GELU are one dense kernel.
+TEST(GraphPasses, GeluFusesIntoTheMatrixProductsKernel) {
+  GraphBuilder b(8);
+  auto scalar = [&](double v) { return b.constant({{}, {v}, false}); };
+  std::string x = b.input({20, 16});
+  std::string p = b.node("Add", {b.node("MatMul", {x, b.random({16, 32})}), b.random({32})});
+  std::string erf = b.node("Erf", {b.node("Div", {p, scalar(std::sqrt(2.0))})});
+  std::string g1 =
+      b.node("Mul", {b.node("Mul", {p, b.node("Add", {erf, scalar(1.0)})}), scalar(0.5)});
+  std::string q = b.node("Add", {b.random({24}), b.node("MatMul", {g1, b.random({32, 24})})});
+  std::string half = b.node("Mul", {scalar(0.5), q});
+  std::string gate =
+      b.node("Add", {scalar(1.0), b.node("Erf", {b.node("Mul", {q, scalar(std::sqrt(0.5))})})});
+  std::string g2 = b.node("Mul", {gate, half});
+  std::string r = b.node("Add", {b.node("MatMul", {g2, b.random({24, 24})}), g2});
+  std::string g3 = b.node("Gelu", {r});
+  std::string s = b.node("MatMul", {g3, b.random({24, 24})});
+  Graph g = b.finish(b.node("Gelu", {s}, {{"approximate", std::string("tanh")}}));
+  HostTensor in = b.random_tensor({20, 16}, -3, 3);
+  HostTensor before = run(g, in);
+  graph::run_default_passes(g);
+  std::vector<std::string> labels;
+  for (const graph::Node& n : g.nodes) labels.push_back(n.label());
+  EXPECT_EQ(labels, (std::vector<std::string>{"MatMul+Add+Gelu", "MatMul+Add+Gelu",
+                                              "MatMul+Add+Gelu", "MatMul", "Gelu"}));
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(in.data);
+  ex.run();
+  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-5);
+  std::vector<std::string> kernels;
+  for (const graph::KernelInfo& k : ex.kernels()) kernels.push_back(k.workload);
+  const int64_t lanes = target_isa().f32_lanes;
+  auto has = [&](const std::string& w) {
+    return std::find(kernels.begin(), kernels.end(), w) != kernels.end();
+  };
+  EXPECT_TRUE(has(fmt::format("dense:B=20,I=16,O=32,WB={},BIAS=1,ACT=5", lanes)));
+  EXPECT_TRUE(has(fmt::format("dense:B=20,I=24,O=24,WB={},RES=1,ACT=5", lanes)));
+  EXPECT_TRUE(has(fmt::format("dense:B=20,I=24,O=24,WB={}", lanes))) << "the tanh GELU's product";
+}
+
+// A bias after the activation does not fit the kernel's order (bias, residual, activation): the
+// product keeps its epilogue as a pass of its own, and computes the same.
+TEST(GraphPasses, AnEpilogueOutOfTheDenseKernelsOrderStaysAPass) {
+  GraphBuilder b(9);
+  std::string x = b.input({20, 16});
+  std::string y = b.node("Relu", {b.node("MatMul", {x, b.random({16, 32})})});
+  Graph g = b.finish(b.node("Add", {y, b.random({32})}));
+  HostTensor in = b.random_tensor({20, 16});
+  HostTensor before = run(g, in);
+  graph::run_default_passes(g);
+  ASSERT_EQ(g.nodes.size(), 1u) << graph::print_graph(g);
+  EXPECT_EQ(g.nodes[0].label(), "MatMul+Relu+Add");
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(in.data);
+  ex.run();
+  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-5);
+  EXPECT_EQ(ex.kernels().at(0).workload,
+            fmt::format("dense:B=20,I=16,O=32,WB={}", target_isa().f32_lanes));
 }
 
 // Global pooling as the dynamo exporter writes it: ReduceMean over axes 2 and 3 (either sign,

@@ -42,6 +42,11 @@ const char* const kWorkloads[] = {
     "conv2d_bias_relu:N=1,C=2,H=5,W=6,O=8,K=3,S=2,P=1,WB=4",
     "dense:B=3,I=10,O=32,WB=16",
     "dense:B=5,I=10,O=21,WB=8",  // the last weight block zero-padded
+    "dense:B=20,I=10,O=40,WB=16,BIAS=1,ACT=5",
+    "dense:B=5,I=10,O=21,WB=8,BIAS=1,RES=1,ACT=4",
+    "dense:B=3,I=10,O=21,RES=1,ACT=2",
+    "dense:B=1,I=40,O=13,BIAS=1,ACT=5",
+    "dense:B=40,I=12,O=24,BIAS=1,RES=1",
     "depthwise_conv2d:N=1,C=5,H=9,W=18,K=3,S=1,P=1",
     "depthwise_conv2d:N=1,C=3,H=9,W=8,K=3,S=2,P=1",
     "depthwise_conv2d:N=1,C=32,H=7,W=9,K=3,S=2,P=1",
@@ -456,9 +461,10 @@ TEST(Operators, BadShapesAreRefusedWithTheReason) {
        "conv2d_nchwc: IB=2 (input channel block) must divide C=3"},
       {"depthwise_conv2d_nchwc:N=1,C=24,H=4,W=4,K=3,S=1,P=1",
        "depthwise_conv2d_nchwc: CB=16 (channel block) must divide C=24"},
-      {"conv2d_nchwc:N=1,C=16,H=4,W=4,O=16,K=1,S=1,P=0,ACT=5",
-       "conv2d_nchwc: ACT must be 0 (none), 1 (relu), 2 (relu6), 3 (hardswish) or 4 (silu), got "
-       "5"},
+      {"conv2d_nchwc:N=1,C=16,H=4,W=4,O=16,K=1,S=1,P=0,ACT=6",
+       "conv2d_nchwc: ACT must be 0 (none), 1 (relu), 2 (relu6), 3 (hardswish), 4 (silu) or 5 "
+       "(gelu), got 6"},
+      {"dense:B=2,I=4,O=8,BIAS=2", "dense: BIAS must be 0 or 1, got 2"},
       {"depthwise_conv2d_nchwc:N=1,C=16,H=4,W=4,K=3,S=1,P=1,RES=2",
        "depthwise_conv2d_nchwc: RES must be 0 or 1, got 2"},
       {"conv2d:N=1,C=4,H=8,W=8,O=6,K=3,S=1,P=1,IM2COL=2", "conv2d: IM2COL must be 0 or 1, got 2"},
