@@ -5,7 +5,10 @@ Runs `tessera tune --json` once per (workload, tuner, seed) with a fresh records
 curve to a CSV as soon as its run ends (a run already in the CSV is not run again, so the
 experiment can be done in pieces), prints a summary table and draws one panel per workload into
 a PNG (matplotlib, from Debian's python3-matplotlib). Tuners: xgb, xgb-reg, treegru, treegru-reg,
-ga, random. Example (the full experiment takes hours on 2 cores):
+ga, random. Every tuner starts from its own proposals, as AutoTVM's curves do (--first tuner); with
+--first default the first trial is tessera's default configuration, as `tessera tune` runs by
+default (CSVs written before this option, with no `first` column, were run that way). Example
+(the full experiment takes hours on 2 cores):
 
   python3 bench/tuning_curves.py --trials 800 --seeds 0 1 2 \
       --workloads matmul:M=1024,N=1024,K=1024 conv2d:N=1,C=64,H=56,W=56,O=64,K=3,S=1,P=1 \
@@ -20,10 +23,10 @@ import sys
 import tempfile
 
 
-def tune(tessera, workload, tuner, seed, trials, batch, threads):
+def tune(tessera, workload, tuner, seed, trials, batch, threads, first):
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [tessera, "tune", workload, "--tuner", tuner, "--seed", str(seed), "--trials", str(trials),
-               "--batch", str(batch), "--db", os.path.join(tmp, "curve.db"), "--json",
+               "--batch", str(batch), "--db", os.path.join(tmp, "curve.db"), "--json", "--first", first,
                # The curves are the tuners' own measurements; a final re-timing only adds time.
                "--retime", "0",
                # From scratch, as in Fig. 4: not from the cost model shipped with tessera.
@@ -102,17 +105,27 @@ def main():
     p.add_argument("--trials", type=int, default=128)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--first", choices=["tuner", "default"], default="tuner",
+                   help="the first trial: the tuner's own proposal (AutoTVM's curves) or the default configuration")
     p.add_argument("--out", default="docs/tuning-curves", help="prefix of the .csv and .png written")
     args = p.parse_args()
 
-    fields = ["workload", "tuner", "seed", "trial", "best_gflops"]
+    fields = ["workload", "tuner", "seed", "trial", "best_gflops", "first"]
     path = args.out + ".csv"
     rows = []
     if os.path.exists(path):
         with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            if "first" not in (reader.fieldnames or []):
+                sys.exit(f"{path} has no 'first' column: its runs started from the default configuration; "
+                         "pass a new --out for these curves")
             rows = [dict(r, seed=int(r["seed"]), trial=r["trial"] if r["trial"] == "seconds" else int(r["trial"]),
                          best_gflops=r["best_gflops"] if r["trial"] == "seconds" else float(r["best_gflops"]))
-                    for r in csv.DictReader(f)]
+                    for r in reader]
+        others = {r["first"] for r in rows} - {args.first}
+        if others:
+            sys.exit(f"{path} holds runs with --first {', '.join(sorted(others))}; pass a new --out for "
+                     f"--first {args.first}")
     done = {(r["workload"], r["tuner"], r["seed"]) for r in rows if r["trial"] == "seconds"}
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     for w in args.workloads:
@@ -120,13 +133,13 @@ def main():
             for s in args.seeds:
                 if (w, t, s) in done:
                     continue
-                r = tune(args.tessera, w, t, s, args.trials, args.batch, args.threads)
+                r = tune(args.tessera, w, t, s, args.trials, args.batch, args.threads, args.first)
                 print(f"{w} {t} seed {s}: best {r['best_gflops']:.1f} GFLOP/s after {r['trials']} trials, "
                       f"{r['seconds']:.0f} s ({r['tuner_seconds']:.0f} s model and search)", file=sys.stderr)
-                run = [{"workload": w, "tuner": t, "seed": s, "trial": i + 1, "best_gflops": g}
+                run = [{"workload": w, "tuner": t, "seed": s, "trial": i + 1, "best_gflops": g, "first": args.first}
                        for i, g in enumerate(r["best_curve"])]
                 run.append({"workload": w, "tuner": t, "seed": s, "trial": "seconds",
-                            "best_gflops": f"{r['seconds']:.1f}/{r['tuner_seconds']:.1f}"})
+                            "best_gflops": f"{r['seconds']:.1f}/{r['tuner_seconds']:.1f}", "first": args.first})
                 new_file = not os.path.exists(path)
                 with open(path, "a", newline="") as f:
                     writer = csv.DictWriter(f, fieldnames=fields)

@@ -345,6 +345,13 @@ TuneCommands add_tune_commands(CLI::App& app) {
                    "Stop after this many trials without a better best, checked after each batch "
                    "(0, the default: run every trial)")
       ->check(non_negative_number());
+  c.tune
+      ->add_option_function<std::string>(
+          "--first", [&t](const std::string& v) { t.params.start_from_default = v == "default"; },
+          "default (the default): the first trial is the default configuration, so that tuning "
+          "never ends slower than not tuning; tuner: the tuner's own proposals from the first "
+          "trial, as AutoTVM's tuning curves start")
+      ->check(CLI::IsMember({"default", "tuner"}));
   add_retime_options(c.tune, t.params);
   c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)")->check(db_path());
   c.tune

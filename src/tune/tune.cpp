@@ -155,7 +155,7 @@ int TuneSession::step(int n) {
   // The first trial is the default configuration (what an untuned model runs), so that tuning
   // never ends slower than not tuning: a short budget's learned picks can all be worse than it.
   std::optional<Config> seed;
-  if (!default_tried_ && n > 0) {
+  if (!default_tried_ && n > 0 && params_.start_from_default) {
     default_tried_ = true;
     try {
       // As the graph executor runs it untuned (small kernels on one thread).

@@ -52,6 +52,10 @@ struct TuneParams {
   /// A run stops after this many trials without a better best (the rule of tune-all's task
   /// scheduler for one task); 0: it runs every trial.
   int early_stop = 0;
+  /// The first trial is the default configuration (what an untuned model runs), so that tuning
+  /// never ends slower than not tuning; false: the tuner's own proposals from the first trial, as
+  /// AutoTVM's curves start (the default may already sit where a search ends).
+  bool start_from_default = true;
   int ga_population = 64;
   double ga_mutation = 0.1;
   uint64_t seed = 0;

@@ -162,6 +162,44 @@ TEST(TuneRun, TheFirstTrialIsTheDefaultConfiguration) {
   EXPECT_EQ(defaults, 1u);
 }
 
+// AutoTVM's tuning curves start from the tuner's own proposals (`tune --first tuner`): the
+// same seeded random search then measures what it draws, and the default configuration only if
+// drawn, which in a space of this size it is not.
+TEST(TuneRun, WithoutTheDefaultStartTheTunerProposesTheFirstTrial) {
+  const std::string workload = "matmul:M=64,N=64,K=64";
+  Workload w = parse_workload(workload);
+  ConfigSpace space = space_for(w);
+  const std::string expected = space.instantiate(default_config(space, w, 1)).text();
+  std::vector<std::vector<std::string>> runs;
+  for (bool from_default : {true, false}) {
+    testing::TempDb db(from_default ? "tune_first_default" : "tune_first_tuner");
+    TuneParams params;
+    params.tuner = "random";
+    params.trials = 4;
+    params.batch_size = 4;
+    params.seed = 9;
+    params.start_from_default = from_default;
+    MeasureParams measure;
+    measure.run.threads = 1;
+    measure.run.timing.repeat = 1;
+    measure.run.timing.min_repeat_ms = 1;
+    tune(workload, params, measure, db.path);
+    RecordDb records = RecordDb::open(db.path, RecordDb::Mode::kReadOnly);
+    RecordQuery q;
+    q.workload = workload;
+    std::vector<std::string> strategies;
+    for (const Record& r : records.records(q)) strategies.push_back(r.result.strategy);
+    ASSERT_EQ(strategies.size(), 4u);
+    runs.push_back(strategies);
+  }
+  EXPECT_EQ(std::count(runs[0].begin(), runs[0].end(), expected), 1);
+  EXPECT_EQ(std::count(runs[1].begin(), runs[1].end(), expected), 0);
+  // The draws the default displaced are the tuner's: three of them are the same in both runs.
+  int shared = 0;
+  for (const std::string& s : runs[0]) shared += std::count(runs[1].begin(), runs[1].end(), s);
+  EXPECT_EQ(shared, 3);
+}
+
 TEST(TuneRun, TrialsWithoutGainCountFromTheLastRise) {
   EXPECT_EQ(trials_without_gain({}), 0);
   EXPECT_EQ(trials_without_gain({0, 0, 0}), 3) << "nothing found counts every trial";
