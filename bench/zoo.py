@@ -167,6 +167,8 @@ def run_tessera(args, path, in_path, out_path, repeat):
            str(repeat), "--json", "--input", in_path, "--output", out_path]
     if args.db and not path.endswith(".so"):
         cmd += ["--db", args.db]
+    if args.fixed_threads:
+        cmd += ["--fixed-threads"]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         return None, run.stderr.strip().splitlines()[-1] if run.stderr.strip() else "exit %d" % (
@@ -186,6 +188,12 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--repeat", type=int, default=10, help="runs per round")
     p.add_argument("--db", help="records DB for tessera's tuned kernels")
+    p.add_argument("--pause", type=float, default=1.0,
+                   help="seconds of idle before each runtime's turn in a round, for the others' spinning "
+                        "threads to stop")
+    p.add_argument("--fixed-threads", action="store_true",
+                   help="tessera's library runs on --threads always (by default it tries fewer where the "
+                        "machine is busy)")
     p.add_argument("--survey", action="store_true",
                    help="import and check only, no timing rounds")
     args = p.parse_args()
@@ -239,10 +247,16 @@ def main():
                     row["openvino_error"] = relative_error(ov([x])[0], expected)
                 t_ms, o_ms, v_ms = [], [], []
                 for _ in range(args.rounds):  # alternating rounds
+                    # Each runtime starts on a quiet machine: onnxruntime's and OpenVINO's pools
+                    # spin on after their last run, which took both cores from the first runs of
+                    # tessera's process (DenseNet-121: 27 ms against 19 with a pause).
+                    time.sleep(args.pause)
                     rep, _ = run_tessera(args, lib, in_path, out_path, args.repeat)
                     t_ms.append(rep["ms_median"] if rep else float("nan"))
+                    time.sleep(args.pause)
                     o_ms.append(timed(lambda: sess.run(None, feed), args.repeat))
                     if ov is not None:
+                        time.sleep(args.pause)
                         v_ms.append(timed(lambda: ov([x]), args.repeat))
                 row["tessera_ms"] = float(np.median(t_ms))
                 row["ort_ms"] = float(np.median(o_ms))
