@@ -26,13 +26,17 @@ HostTensor run(const Graph& g, const HostTensor& x) {
   return graph::run_reference(g, {{g.inputs[0], x}}).at(0);
 }
 
-// The graph as the executor compiles it (after the passes already run on it), two threads.
-HostTensor run_compiled(const Graph& g, const HostTensor& x) {
+// The graph as the executor compiles it (after the passes already run on it), two threads; with
+// `kernels`, the workloads of its kernels too.
+HostTensor run_compiled(const Graph& g, const HostTensor& x,
+                        std::vector<std::string>* kernels = nullptr) {
   graph::ExecutorParams params;
   params.threads = 2;
   graph::Executor ex = graph::Executor::compile(g, params);
   ex.input(0).from_doubles(x.data);
   ex.run();
+  if (kernels)
+    for (const graph::KernelInfo& k : ex.kernels()) kernels->push_back(k.workload);
   return ex.output(0);
 }
 
@@ -168,14 +172,8 @@ TEST(GraphPasses, GeluFusesIntoTheMatrixProductsKernel) {
   EXPECT_EQ(labels, (std::vector<std::string>{"MatMul+Add+Gelu", "MatMul+Add+Gelu",
                                               "MatMul+Add+Gelu", "MatMul", "Gelu"}));
   EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
-  graph::ExecutorParams params;
-  params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
-  ex.input(0).from_doubles(in.data);
-  ex.run();
-  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-5);
   std::vector<std::string> kernels;
-  for (const graph::KernelInfo& k : ex.kernels()) kernels.push_back(k.workload);
+  EXPECT_LT(testing::max_relative_error(run_compiled(g, in, &kernels), before), 1e-5);
   const int64_t lanes = target_isa().f32_lanes;
   auto has = [&](const std::string& w) {
     return std::find(kernels.begin(), kernels.end(), w) != kernels.end();
@@ -197,14 +195,9 @@ TEST(GraphPasses, AnEpilogueOutOfTheDenseKernelsOrderStaysAPass) {
   graph::run_default_passes(g);
   ASSERT_EQ(g.nodes.size(), 1u) << graph::print_graph(g);
   EXPECT_EQ(g.nodes[0].label(), "MatMul+Relu+Add");
-  graph::ExecutorParams params;
-  params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
-  ex.input(0).from_doubles(in.data);
-  ex.run();
-  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-5);
-  EXPECT_EQ(ex.kernels().at(0).workload,
-            fmt::format("dense:B=20,I=16,O=32,WB={}", target_isa().f32_lanes));
+  std::vector<std::string> kernels;
+  EXPECT_LT(testing::max_relative_error(run_compiled(g, in, &kernels), before), 1e-5);
+  EXPECT_EQ(kernels.at(0), fmt::format("dense:B=20,I=16,O=32,WB={}", target_isa().f32_lanes));
 }
 
 // Global pooling as the dynamo exporter writes it: ReduceMean over axes 2 and 3 (either sign,
