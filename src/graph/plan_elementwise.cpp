@@ -43,8 +43,9 @@ void Planner::epilogue_step(const Node& n, size_t src, const std::vector<int64_t
       in_shapes.push_back(g_.shape(n.inputs[e.input]));
     } else if (e.kind == Epilogue::Kind::kRelu) {
       steps.push_back({ElementwiseStep::Kind::kRelu, -1, 0, 0, {}, {}});
-    } else if (e.kind == Epilogue::Kind::kHardSwish || e.kind == Epilogue::Kind::kSilu ||
-               e.kind == Epilogue::Kind::kGelu) {
+    } else if (e.kind == Epilogue::Kind::kClip) {
+      steps.push_back({ElementwiseStep::Kind::kClip, -1, e.lo, e.hi, {}, {}});
+    } else {
       const Activation act = fused_activation(e.kind);
       steps.push_back({ElementwiseStep::Kind::kScalar,
                        -1,
@@ -52,8 +53,6 @@ void Planner::epilogue_step(const Node& n, size_t src, const std::vector<int64_t
                        0,
                        [act](const std::vector<Expr>& x) { return activate(act, x[0]); },
                        {}});
-    } else {
-      steps.push_back({ElementwiseStep::Kind::kClip, -1, e.lo, e.hi, {}, {}});
     }
   }
   args.push_back(output_slot(n));

@@ -262,11 +262,10 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   std::optional<size_t> residual;
   int act = 0;
   for (const Epilogue& e : n.epilogue) {
-    if (e.kind == Epilogue::Kind::kRelu || e.kind == Epilogue::Kind::kHardSwish ||
-        e.kind == Epilogue::Kind::kSilu || e.kind == Epilogue::Kind::kGelu) {
-      act = static_cast<int>(fused_activation(e.kind));
-    } else if (e.kind == Epilogue::Kind::kClip) {
+    if (e.kind == Epilogue::Kind::kClip) {
       act = std::isinf(e.hi) ? 1 : 2;
+    } else if (e.kind != Epilogue::Kind::kAdd) {
+      act = static_cast<int>(fused_activation(e.kind));
     } else if (g_.is_constant(n.inputs[e.input]) &&
                is_per_channel(g_.shape(n.inputs[e.input]), w.out_channels)) {
       const HostTensor& add = g_.constants.at(n.inputs[e.input]);

@@ -169,7 +169,8 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
     if (cached) steps.push_back(cache_write(g.output, second));
     // With a kc block the k slices run outside the block loops: a block is final only after
     // the last slice, and an epilogue inside would add the bias and residual once per slice.
-    if (g.epilogue && s.label(c, "epilogue") == "at_block" && kc == 0) {
+    const bool at_block = g.epilogue && s.label(c, "epilogue") == "at_block" && kc == 0;
+    if (at_block) {
       if (cached) steps.push_back(try_(drop_init(g.output)));
       steps.push_back(reverse_compute_at("epilogue", second));
       if (cached) steps.push_back(try_(fuse_write_back(g.output)));
@@ -189,7 +190,7 @@ ConfigSpace gemm_like_space(std::string name, int64_t m, int64_t n, int64_t k, G
     }
     // A cache started from zero writes each block back whole, leaving the init pass dead (it is
     // not, and stays, when the cache must first read the block: k blocked outside it).
-    if (cached) steps.push_back(try_(drop_init(g.output)));
+    if (cached && !at_block) steps.push_back(try_(drop_init(g.output)));
     return seq_all(steps);
   };
   return ConfigSpace(std::move(name), std::move(knobs), instantiate);
