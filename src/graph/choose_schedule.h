@@ -40,8 +40,9 @@ class ScheduleChooser {
 /// (ops/templates.h) does not apply.
 Config first_values_config(const ConfigSpace& space, bool parallel);
 
-/// What a kernel needs in a model and not alone (weights prefetched), if anything.
-std::optional<ProgramStrategy> in_model_strategy(const Workload& w);
+/// What a kernel needs in a model and not alone (weights prefetched): candidates in order, of
+/// which the first that applies to the kernel's program is used; empty if nothing.
+std::vector<ProgramStrategy> in_model_strategies(const Workload& w);
 
 /// With `with_records` compiled from params (params.db set), profiles the model with its tuned
 /// kernels, its default ones and each workload's runners-up of the re-timing, and records in

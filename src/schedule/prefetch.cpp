@@ -115,4 +115,151 @@ ProgramStrategy prefetch(const std::string& buffer, const std::string& loop_ref,
   });
 }
 
+namespace {
+
+// Most hints one iteration of the inner loop issues: more means the inner loop is too short to
+// spread the next iteration's lines over.
+constexpr int64_t kMaxSpreadHints = 8;
+
+// The loops from `outer`'s body down to `inner` (outermost first, `inner` last), empty if inner
+// is not inside outer.
+std::vector<const ForNode*> loops_down_to(const Stmt& body, const ForNode* inner) {
+  class Finder : public StmtVisitor {
+   public:
+    explicit Finder(const ForNode* target) : target_(target) {}
+    std::vector<const ForNode*> path;
+
+   protected:
+    using StmtVisitor::visit_;
+    void visit_(const ForNode& n, const Stmt& self) override {
+      if (!path.empty() && path.back() == target_) return;
+      stack_.push_back(&n);
+      if (&n == target_) {
+        path = stack_;
+      } else {
+        StmtVisitor::visit_(n, self);
+      }
+      stack_.pop_back();
+    }
+
+   private:
+    const ForNode* target_;
+    std::vector<const ForNode*> stack_;
+  };
+  Finder f(inner);
+  f.visit(body);
+  return f.path;
+}
+
+// Puts `hints` at the top of the body of `inner`.
+Stmt hint_in(const Stmt& body, const ForNode* inner, const Stmt& hints) {
+  class Mutator : public StmtMutator {
+   public:
+    Mutator(const ForNode* target, Stmt hints) : target_(target), hints_(std::move(hints)) {}
+
+   protected:
+    using StmtMutator::visit_;
+    Stmt visit_(const ForNode& n, const Stmt& self) override {
+      if (&n != target_) return StmtMutator::visit_(n, self);
+      return make_for(n.var, n.min, n.extent, n.for_kind, make_seq({hints_, n.body}));
+    }
+
+   private:
+    const ForNode* target_;
+    Stmt hints_;
+  };
+  Mutator m(inner, hints);
+  return m.visit(body);
+}
+
+}  // namespace
+
+ProgramStrategy prefetch_next(const std::string& buffer, const std::string& outer_ref,
+                              const std::string& inner_ref) {
+  std::string text = fmt::format("prefetch_next({}, {}, {})", buffer, outer_ref, inner_ref);
+  return ProgramStrategy(text, [=](const Program& p) {
+    Resolved outer = resolve_loop(p, outer_ref);
+    if (!outer.ok()) return RewriteResult<Program>::not_applicable(text, outer.error);
+    Resolved inner = resolve_loop(p, inner_ref);
+    if (!inner.ok()) return RewriteResult<Program>::not_applicable(text, inner.error);
+    const ForNode* inner_loop = find_loop(p, inner.name);
+    return rewrite_loop(
+        p, text, outer.name, [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
+          const ForNode& n = *site.loop;
+          Buffer b = find_buffer(p, buffer);
+          if (!b) return fmt::format("there is no buffer {}", buffer);
+          std::vector<const ForNode*> path = loops_down_to(n.body, inner_loop);
+          if (path.empty()) return fmt::format("loop {} is not inside {}", inner.name, outer.name);
+          if (inner_loop->for_kind == ForKind::kVectorized)
+            return fmt::format("loop {} is vectorized: its lanes read one line", inner.name);
+          if (prefetches(n.body, b))
+            return fmt::format("{} is prefetched in loop {} already", buffer, outer.name);
+          std::variant<AccessBox, std::string> found = access_box(n, b, true, false);
+          if (const auto* why = std::get_if<std::string>(&found)) return *why;
+          const AccessBox& box = std::get<AccessBox>(found);
+          // The box as runs of consecutive elements: one per index of the dimensions up to the
+          // first (from the inside) that it does not cover whole, the dimensions after it being
+          // whole. Hints go across the runs first, in the order the next iteration reads them
+          // (a register tile's column blocks in step).
+          const size_t ndim = b->shape.size();
+          std::vector<int64_t> stride(ndim, 1);
+          for (size_t d = ndim - 1; d > 0; --d) stride[d - 1] = stride[d] * b->shape[d];
+          size_t first_partial = ndim - 1;
+          while (first_partial > 0 && box.lo[first_partial] == 0 &&
+                 box.extent[first_partial] == b->shape[first_partial])
+            --first_partial;
+          // A partial innermost dimension is itself the run.
+          const bool inner_partial = first_partial == ndim - 1;
+          const size_t run_dims = inner_partial ? ndim - 1 : first_partial + 1;
+          const int64_t run = inner_partial ? box.extent.back() : stride[first_partial];
+          int64_t runs = 1;
+          for (size_t d = 0; d < run_dims; ++d) runs *= box.extent[d];
+          const int64_t per_line = std::max<int64_t>(1, 64 / dtype_bytes(b->dtype));
+          const int64_t lines_per_run = (run + per_line - 1) / per_line;
+          const int64_t lines = runs * lines_per_run;
+          // Iterations of the inner loop in one iteration of the outer, counted across the
+          // loops between them, and the hints each issues so that they cover the next
+          // iteration's lines by the time it starts.
+          int64_t steps = 1;
+          Expr step = make_int(0);
+          for (const ForNode* f : path) {
+            steps *= f->extent;
+            step = step * make_int(f->extent) + (f->var - f->min);
+          }
+          const int64_t per_step = (lines + steps - 1) / steps;
+          if (per_step > kMaxSpreadHints)
+            return fmt::format(
+                "{} lines of {} over {} iterations of {}: more than {} hints per iteration", lines,
+                buffer, steps, inner.name, kMaxSpreadHints);
+          // The next iteration's first element, as a flat offset.
+          Expr next_start = make_int(0);
+          for (size_t d = 0; d < ndim; ++d) {
+            Expr at =
+                substitute(box.base[d], {{n.var.get(), n.var + make_int(1)}}) + make_int(box.lo[d]);
+            next_start = next_start + at * make_int(stride[d]);
+          }
+          std::vector<Stmt> hints;
+          for (int64_t u = 0; u < per_step; ++u) {
+            // The last steps repeat the last line rather than test: a guard here would split
+            // the loops around it into versions (codegen partitions on conditions).
+            Expr line = make_binary(ExprKind::kMin, step * make_int(per_step) + make_int(u),
+                                    make_int(lines - 1));
+            // Across the runs first: the run's index over the dimensions before the run.
+            Expr run_index = line % make_int(runs);
+            Expr offset = (line / make_int(runs)) * make_int(per_line);
+            for (size_t d = run_dims; d-- > 0;) {
+              offset = offset + (run_index % make_int(box.extent[d])) * make_int(stride[d]);
+              run_index = run_index / make_int(box.extent[d]);
+            }
+            // A flat index in the last dimension: codegen's address is the same element.
+            std::vector<Expr> indices(ndim, make_int(0));
+            indices.back() = next_start + offset;
+            hints.push_back(make_prefetch(b, indices));
+          }
+          Stmt body = hint_in(n.body, inner_loop, make_seq(std::move(hints)));
+          return make_for(n.var, n.min, n.extent, n.for_kind, body);
+        });
+  });
+}
+
 }  // namespace tessera

@@ -81,5 +81,13 @@ ProgramStrategy pack(const std::string& buffer, int64_t dim, int64_t factor);
 /// values, other inner loops at their first). Values are unchanged; the loop must not be
 /// vectorized and must read the buffer, and is left with a sequence as its body (apply it last).
 ProgramStrategy prefetch(const std::string& buffer, const std::string& loop, int64_t distance);
+/// The next iteration's data ahead of it: while an iteration of `outer` runs, cache hints for
+/// every line of `buffer` that the next iteration of `outer` reads, spread over the iterations of
+/// `inner` (a loop inside it, counted across the loops between), a few per iteration, so that all
+/// have been hinted when the next iteration starts. For a block of weights each iteration reads
+/// whole and then reuses from cache (dense's panel per column block), whose first pass would
+/// otherwise wait on DRAM. Values are unchanged; apply it last.
+ProgramStrategy prefetch_next(const std::string& buffer, const std::string& outer,
+                              const std::string& inner);
 
 }  // namespace tessera

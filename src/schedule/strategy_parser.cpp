@@ -214,6 +214,15 @@ class Parser {
       expect(")");
       return prefetch(buffer, loop, distance);
     }
+    if (head == "prefetch_next") {
+      std::string buffer = name();
+      expect(",");
+      std::string outer = loop_ref();
+      expect(",");
+      std::string inner = loop_ref();
+      expect(")");
+      return prefetch_next(buffer, outer, inner);
+    }
     if (head == "merge_dims") {
       std::string buffer = name();
       expect(",");

@@ -217,6 +217,33 @@ TEST(GraphExecutor, LargeConvolutionWeightsArePrefetchedInTheModel) {
   EXPECT_EQ(small, 0);
 }
 
+// A pre-packed dense with a megabyte or more of weights hints the next column block's panel
+// across the current one in the model; a small one does not, and both stay correct.
+TEST(GraphExecutor, LargeDenseWeightsHintTheNextPanelInTheModel) {
+  GraphBuilder b(31);
+  std::string x = b.input({64, 512});
+  std::string h = b.node("Relu", {b.node("MatMul", {x, b.random({512, 1024})})});
+  h = b.node("MatMul", {h, b.random({1024, 16})});
+  Graph g = b.finish(h);
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-4);
+  int hinted_large = 0, hinted_small = 0, dense = 0;
+  for (const graph::KernelInfo& k : ex.kernels()) {
+    if (!k.workload.starts_with("dense:")) continue;
+    ++dense;
+    bool hinted = k.in_model.starts_with("prefetch_next(W, j.outer, ");
+    EXPECT_EQ(k.strategy.find("prefetch"), std::string::npos) << k.strategy;
+    if (k.workload.find("O=1024,") != std::string::npos) {
+      hinted_large += hinted;
+    } else {
+      hinted_small += hinted;
+    }
+  }
+  EXPECT_EQ(dense, 2);
+  EXPECT_EQ(hinted_large, 1);
+  EXPECT_EQ(hinted_small, 0);
+}
+
 // A strategy given for a workload (the compile command's in-model choice among re-timed
 // candidates) is what its kernel runs, and the model still matches the reference.
 TEST(GraphExecutor, GivenStrategiesReplaceTheConfigurationAndStayCorrect) {

@@ -2,13 +2,18 @@
 // shape of the result, numeric checks (interpreter and compiled), and refusals naming the rule.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "ops/evaluate.h"
 #include "schedule/library.h"
 #include "schedule/location.h"
+#include "schedule/stage_tools.h"
 #include "schedule/strategy_parser.h"
 #include "test_util.h"
 #include "tir/parser.h"
 #include "tir/printer.h"
+#include "tir/simplify.h"
+#include "tir/stmt_functor.h"
 
 namespace tessera {
 namespace {
@@ -481,6 +486,99 @@ TEST(StageRules, PrefetchHintsTheLinesOfALaterIteration) {
   expect_refused(vectorized, "prefetch(data, ib, 8)", "loop ib reads no buffer data");
   expect_refused(vectorized, "prefetch(weight, ib, 0)", "the distance must be positive");
   expect_refused(vectorized, "prefetch(weight, nothing, 8)", "prefetch(weight, nothing, 8)");
+}
+
+// The elements each prefetch statement of `p` hints, in the order the loops `steps` (outermost
+// first) run them, with `fixed` loops held at the given values.
+std::vector<int64_t> hinted_elements(const Program& p, const std::vector<std::string>& steps,
+                                     const std::vector<std::pair<std::string, int64_t>>& fixed) {
+  class Finder : public StmtVisitor {
+   public:
+    std::vector<const PrefetchNode*> hints;
+
+   protected:
+    using StmtVisitor::visit_;
+    void visit_(const PrefetchNode& n, const Stmt& self) override {
+      hints.push_back(&n);
+      StmtVisitor::visit_(n, self);
+    }
+  };
+  Finder f;
+  f.visit(p.body);
+  std::vector<std::pair<const VarNode*, Expr>> at;
+  for (const auto& [name, value] : fixed)
+    at.emplace_back(find_loop(p, name)->var.get(), make_int(value));
+  std::vector<const ForNode*> loops;
+  for (const std::string& name : steps) loops.push_back(find_loop(p, name));
+  std::vector<int64_t> out;
+  std::vector<int64_t> i(loops.size(), 0);
+  while (true) {
+    auto values = at;
+    for (size_t d = 0; d < loops.size(); ++d)
+      values.emplace_back(loops[d]->var.get(), make_int(i[d]));
+    for (const PrefetchNode* h : f.hints) {
+      int64_t flat = 0;
+      for (size_t d = 0; d < h->indices.size(); ++d) {
+        const Expr index = simplify(substitute(h->indices[d], values));
+        const int64_t* v = as_const_int(index);
+        EXPECT_NE(v, nullptr);
+        int64_t stride = 1;
+        for (size_t e = d + 1; e < h->buffer->shape.size(); ++e) stride *= h->buffer->shape[e];
+        flat += (v ? *v : 0) * stride;
+      }
+      out.push_back(flat);
+    }
+    size_t d = loops.size();
+    while (d > 0 && ++i[d - 1] == loops[d - 1]->extent) i[--d] = 0;
+    if (d == 0) break;
+  }
+  return out;
+}
+
+// While a column block runs, the next block's panel of weights is hinted a line per step of k
+// across the row tiles: both column blocks of the panel in step, every line once, in the order
+// the next block reads them; values stay the reference's.
+TEST(StageRules, PrefetchNextHintsTheNextIterationsLinesSpreadOverAnInnerLoop) {
+  const char* w = "dense:B=12,I=32,O=64,WB=16";
+  const std::string tiled =
+      "split(i, 6) ; split(j, 32) ; split(j.inner, 16) ; "
+      "reorder(j.outer, i.outer, k, i.inner, j.inner.outer, j.inner.inner) ; "
+      "vectorize(j.inner.inner) ; unroll(j.inner.outer) ; unroll(i.inner)";
+  OpInstance op = instantiate(parse_workload(w));
+  Program p = apply_ok(op, tiled + " ; prefetch_next(W, j.outer, k)");
+  // W is [4][32][16]: the panel of j.outer = 1 is elements 1024..2047, two blocks of 512.
+  std::vector<int64_t> hinted = hinted_elements(p, {"i.outer", "k"}, {{"j.outer", 0}});
+  ASSERT_EQ(hinted.size(), 64u);  // 2 row tiles x 32 steps of k, one line each
+  EXPECT_EQ(hinted[0], 1024);
+  EXPECT_EQ(hinted[1], 1536);
+  EXPECT_EQ(hinted[2], 1040);
+  std::set<int64_t> lines;
+  for (int64_t e : hinted) lines.insert(e / 16);
+  EXPECT_EQ(lines.size(), 64u);
+  EXPECT_EQ(*lines.begin(), 64);
+  EXPECT_EQ(*lines.rbegin(), 127);
+  expect_correct_everywhere(w, tiled + " ; parallel(j.outer) ; prefetch_next(W, j.outer, k)");
+  EvaluateParams params;
+  params.time = false;
+  Evaluation ev = evaluate(op, p, params);
+  EXPECT_TRUE(ev.correct) << ev.mismatch;
+  EXPECT_NE(ev.code.find("__builtin_prefetch(&W["), std::string::npos) << ev.code;
+
+  // Fewer steps than lines: the last ones repeat the last line.
+  Program few = apply_ok(op, tiled + " ; split(k, 4) ; prefetch_next(W, j.outer, k.outer)");
+  std::vector<int64_t> spread = hinted_elements(few, {"i.outer", "k.outer"}, {{"j.outer", 0}});
+  ASSERT_EQ(spread.size(), 64u);  // 16 steps x 4 hints
+  lines.clear();
+  for (int64_t e : spread) lines.insert(e / 16);
+  EXPECT_EQ(lines.size(), 64u);
+
+  expect_refused(p, "prefetch_next(W, j.outer, k)", "W is prefetched in loop j.outer already");
+  Program plain = apply_ok(op, tiled);
+  expect_refused(plain, "prefetch_next(W, k, j.outer)", "loop j.outer is not inside k");
+  expect_refused(plain, "prefetch_next(W, j.outer, j.inner.inner)", "is vectorized");
+  expect_refused(plain, "prefetch_next(V, j.outer, k)", "there is no buffer V");
+  expect_refused(plain, "prefetch_next(W, j.outer, i.outer)",
+                 "64 lines of W over 2 iterations of i.outer: more than 8 hints per iteration");
 }
 
 TEST(StageRules, RefusalsNameTheRuleAndTheReason) {
