@@ -147,6 +147,8 @@ void bind_strategy(nb::module_& m) {
   m.def("merge_dims", &merge_dims, nb::arg("buffer"), nb::arg("dim"));
   m.def("pack", &pack, nb::arg("buffer"), nb::arg("dim"), nb::arg("factor"));
   m.def("prefetch", &prefetch, nb::arg("buffer"), nb::arg("loop"), nb::arg("distance"));
+  m.def("prefetch_next", &prefetch_next, nb::arg("buffer"), nb::arg("outer"), nb::arg("inner"));
+  m.def("reverse", &reverse, nb::arg("loop"));
   m.def("tile", &tile, nb::arg("x"), nb::arg("y"), nb::arg("fx"), nb::arg("fy"));
   m.def("tile_nd", &tile_nd, nb::arg("loops"), nb::arg("sizes"));
   m.def("permute", &permute, nb::arg("permutation"));

@@ -10,6 +10,7 @@
 #include "ops/templates.h"
 #include "runtime/module.h"
 #include "schedule/rules.h"
+#include "schedule/stage_tools.h"
 #include "schedule/strategy_parser.h"
 
 namespace tessera::graph {
@@ -55,6 +56,17 @@ std::vector<ProgramStrategy> in_model_strategies(const Workload& w) {
     return {prefetch_next("W", "j.outer", "k.outer"),
             prefetch_next("W", "j.outer", "k.inner.outer")};
   return {};
+}
+
+std::optional<ProgramStrategy> reversed_order(const Program& program, int threads) {
+  const ForNode* rows = find_loop(program, "j.outer");
+  if (!rows) return std::nullopt;
+  if (rows->for_kind == ForKind::kSerial) return reverse("j.outer");
+  if (rows->for_kind != ForKind::kParallel) return std::nullopt;
+  // OpenMP's static schedule gives each thread one block of the split: reversed inside, every
+  // thread still reads its own rows, the ones in its own L2.
+  const int64_t share = (rows->extent + threads - 1) / std::max(threads, 1);
+  return seq(split("j.outer", share), reverse("j.outer.inner"));
 }
 
 ScheduleChooser::ScheduleChooser(const ExecutorParams& params) : params_(params) {

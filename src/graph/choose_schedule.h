@@ -44,6 +44,11 @@ Config first_values_config(const ConfigSpace& space, bool parallel);
 /// which the first that applies to the kernel's program is used; empty if nothing.
 std::vector<ProgramStrategy> in_model_strategies(const Workload& w);
 
+/// The same kernel with its output rows (`j.outer`) in the opposite order, each thread's share
+/// reversed in place when the loop is parallel over `threads`, for a step that alternates
+/// directions over the same weights; nullopt if the program has no such loop.
+std::optional<ProgramStrategy> reversed_order(const Program& program, int threads);
+
 /// With `with_records` compiled from params (params.db set), profiles the model with its tuned
 /// kernels, its default ones and each workload's runners-up of the re-timing, and records in
 /// params which workloads run their default (skip_records) or a runner-up (strategies) because

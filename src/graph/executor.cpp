@@ -106,13 +106,23 @@ void Planner::add_step(int kernel, std::vector<size_t> args) {
   ++ex_.kernels_[kernel].uses;
 }
 
-void Planner::library_step(const std::string& text, std::vector<size_t> args) {
+void Planner::library_step(const std::string& text, std::vector<size_t> args, bool reversed) {
   std::string key = canonical_workload(text);
   if (collect_) return collect_->push_back({key, node_->name});
-  auto it = kernel_index_.find(key);
+  const std::string kernel_key = reversed ? key + " reversed" : key;
+  auto it = kernel_index_.find(kernel_key);
   if (it != kernel_index_.end()) return add_step(it->second, std::move(args));
   ChosenSchedule chosen = chooser_.choose(key);
-  add_kernel(key, std::move(chosen.info), codegen_c(chosen.program, entry_options()),
+  if (reversed) {
+    if (std::optional<ProgramStrategy> order = reversed_order(chosen.program, num_threads())) {
+      if (RewriteResult<Program> r = (*order)(chosen.program)) {
+        chosen.program = r.program();
+        std::string& in_model = chosen.info.in_model;
+        in_model += (in_model.empty() ? "" : " ; ") + order->text();
+      }
+    }
+  }
+  add_kernel(kernel_key, std::move(chosen.info), codegen_c(chosen.program, entry_options()),
              std::move(args));
 }
 

@@ -173,11 +173,12 @@ std::optional<Planner::DenseEpilogue> Planner::dense_epilogue(const Node& n,
   return d;
 }
 
-void Planner::dense_step(size_t x, const DenseWeights& w, size_t y) {
-  dense_step(x, w, y, DenseEpilogue());
+void Planner::dense_step(size_t x, const DenseWeights& w, size_t y, bool reversed) {
+  dense_step(x, w, y, DenseEpilogue(), reversed);
 }
 
-void Planner::dense_step(size_t x, const DenseWeights& w, size_t y, const DenseEpilogue& e) {
+void Planner::dense_step(size_t x, const DenseWeights& w, size_t y, const DenseEpilogue& e,
+                         bool reversed) {
   const int64_t batch = static_cast<int64_t>(ex_.arrays_[x].num_elements()) / w.in;
   std::vector<size_t> args{x, w.slot};
   std::string keys = w.block > 0 ? fmt::format(",WB={}", w.block) : "";
@@ -191,7 +192,8 @@ void Planner::dense_step(size_t x, const DenseWeights& w, size_t y, const DenseE
   }
   if (e.act != 0) keys += fmt::format(",ACT={}", e.act);
   args.push_back(y);
-  library_step(fmt::format("dense:B={},I={},O={}{}", batch, w.in, w.out, keys), std::move(args));
+  library_step(fmt::format("dense:B={},I={},O={}{}", batch, w.in, w.out, keys), std::move(args),
+               reversed);
 }
 
 void Planner::plan_matmul(const Node& n) {

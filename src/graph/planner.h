@@ -76,8 +76,9 @@ class Planner {
 
   void add_step(int kernel, std::vector<size_t> args);
 
-  // A library operator under the schedule the chooser picks (graph/choose_schedule.h).
-  void library_step(const std::string& text, std::vector<size_t> args);
+  // A library operator under the schedule the chooser picks (graph/choose_schedule.h); with
+  // `reversed`, a second kernel of it whose rows run in the opposite order (reversed_order).
+  void library_step(const std::string& text, std::vector<size_t> args, bool reversed = false);
 
   // Every kernel gets its own entry point name, so that all of them can link into one library.
   CodegenOptions entry_options() const;
@@ -119,9 +120,10 @@ class Planner {
   std::optional<DenseEpilogue> dense_epilogue(const Node& n, const std::vector<int64_t>& out_shape,
                                               const std::string& c, double beta);
 
-  // y = x W^T over the rows of x, then `e`.
-  void dense_step(size_t x, const DenseWeights& w, size_t y, const DenseEpilogue& e);
-  void dense_step(size_t x, const DenseWeights& w, size_t y);
+  // y = x W^T over the rows of x, then `e`; `reversed` runs W's rows in the opposite order.
+  void dense_step(size_t x, const DenseWeights& w, size_t y, const DenseEpilogue& e,
+                  bool reversed = false);
+  void dense_step(size_t x, const DenseWeights& w, size_t y, bool reversed = false);
 
   void plan_matmul(const Node& n);
 

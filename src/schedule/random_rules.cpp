@@ -33,7 +33,7 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
   auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
   auto stage = [&] { return allocated.names.empty() ? pick(buffers) : pick(allocated.names); };
   auto factor = [&] { return static_cast<int64_t>(1 + rng() % 8); };
-  switch (rng() % 19) {
+  switch (rng() % 20) {
     case 0:
       return split(pick(loops), factor());
     case 1:
@@ -77,6 +77,8 @@ ProgramStrategy random_rule(const Program& p, std::mt19937& rng) {
       return prefetch(pick(inputs), pick(loops), static_cast<int64_t>(1 + rng() % 4));
     case 18:
       return prefetch_next(pick(inputs), pick(loops), pick(loops));
+    case 19:
+      return reverse(pick(loops));
     default:
       return split(pick(loops), factor());
   }

@@ -14,7 +14,12 @@ using ProgramStrategy = Strategy<Program>;
 
 /// for x in [0, n) -> for x.outer in [0, ceil(n/f)) for x.inner in [0, f), guarded when f does not
 /// divide n.
+/// A parallel loop splits too: its outer part stays parallel (each thread runs whole blocks of
+/// the inner part, serial).
 ProgramStrategy split(const std::string& loop, int64_t factor);
+/// A loop's iterations in the opposite order; the loop must be serial and its iterations
+/// independent (no reduction across them).
+ProgramStrategy reverse(const std::string& loop);
 /// Permutes the named loops among their positions in one perfect nest (others stay in place).
 ProgramStrategy reorder(const std::vector<std::string>& loops);
 /// for a for b -> for a.b.fused in [0, |a|*|b|); b must be a's only child.

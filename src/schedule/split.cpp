@@ -30,7 +30,8 @@ ProgramStrategy split(const std::string& loop_ref, int64_t factor) {
     return rewrite_loop(
         p, text, loop, [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
           const ForNode& n = *site.loop;
-          if (n.for_kind != ForKind::kSerial) {
+          const bool parallel = n.for_kind == ForKind::kParallel;
+          if (n.for_kind != ForKind::kSerial && !parallel) {
             return fmt::format("loop {} is {}; split before annotating", loop,
                                for_kind_name(n.for_kind));
           }
@@ -43,7 +44,8 @@ ProgramStrategy split(const std::string& loop_ref, int64_t factor) {
           Stmt body = substitute(n.body, {{n.var.get(), n.min + offset}});
           if (n.extent % factor_used != 0) body = make_if(offset < make_int(n.extent), body);
           Stmt inner_loop = make_for(inner, make_int(0), factor_used, ForKind::kSerial, body);
-          return make_for(outer, make_int(0), outer_extent, ForKind::kSerial, inner_loop);
+          return make_for(outer, make_int(0), outer_extent,
+                          parallel ? ForKind::kParallel : ForKind::kSerial, inner_loop);
         });
   });
 }

@@ -214,6 +214,11 @@ class Parser {
       expect(")");
       return prefetch(buffer, loop, distance);
     }
+    if (head == "reverse") {
+      std::string loop = loop_ref();
+      expect(")");
+      return reverse(loop);
+    }
     if (head == "prefetch_next") {
       std::string buffer = name();
       expect(",");

@@ -124,6 +124,41 @@ TEST(Recurrent, LongSequencesInBothDirectionsMatchTheReference) {
   }
 }
 
+// Every other step runs the recurrent product's rows backwards (a second kernel of the same
+// workload), over as many steps as forwards, and the sequence still matches the reference.
+TEST(Recurrent, EveryOtherStepReadsTheRecurrentWeightsBackwards) {
+  const int64_t hidden = 40, input = 6;
+  GraphBuilder b(5);
+  std::string in = b.input({8, 1, input});
+  std::string y =
+      b.node("LSTM",
+             {in, b.random({1, 4 * hidden, input}, -0.4, 0.4),
+              b.random({1, 4 * hidden, hidden}, -0.4, 0.4), b.random({1, 8 * hidden}, -0.3, 0.3)},
+             {{"hidden_size", hidden}});
+  Graph g = b.finish(y);
+  HostTensor x = b.random_tensor({8, 1, input});
+  HostTensor expected = graph::run_reference(g, {{in, x}}).at(0);
+  graph::run_default_passes(g);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.set_input(0, x);
+  ex.run();
+  EXPECT_LT(testing::max_relative_error(ex.output(0), expected), 1e-5);
+  const std::string step = fmt::format("dense:B=1,I={},O={}", hidden, 4 * hidden);
+  int forwards = 0, backwards = 0;
+  for (const graph::KernelInfo& k : ex.kernels()) {
+    if (k.workload != step) continue;
+    if (k.in_model.find("reverse(j.outer") != std::string::npos) {
+      backwards += k.uses;
+    } else {
+      forwards += k.uses;
+    }
+  }
+  EXPECT_EQ(forwards, 4);
+  EXPECT_EQ(backwards, 4);
+}
+
 TEST(Recurrent, EmbeddingLookupOfRuntimeIdsClampsLikeTheReference) {
   GraphBuilder b(4);
   std::string ids = b.input({2, 3});

@@ -119,6 +119,10 @@ TEST(Rules, InapplicableRulesSayWhichRuleAndWhy) {
       {"matmul:M=8,N=8,K=8", "vectorize(j.init) ; split(j.init, 4)",
        "split(j.init, 4): loop j.init is vectorized; split before annotating"},
       {"matmul:M=8,N=8,K=8", "unroll(j) ; unroll(j)", "unroll(j): loop j is already unrolled"},
+      {"matmul:M=8,N=8,K=8", "reverse(k)",
+       "reverse(k): every iteration of k writes the same elements of C"},
+      {"matmul:M=8,N=8,K=8", "parallel(i) ; reverse(i)", "reverse(i): loop i is parallel"},
+      {"matmul:M=8,N=8,K=8", "reverse(q)", "reverse(q): "},
       {"conv2d:N=1,C=2,H=5,W=5,O=2,K=3,S=1,P=1", "split(n, 2)", "split(n, 2): no loop named n"},
       {"conv2d:N=1,C=2,H=5,W=5,O=2,K=3,S=1,P=1", "reorder(h, y)",
        "reorder(h, y): loops h, y are not in one perfect nest"},
@@ -140,6 +144,21 @@ TEST(Rules, NonDividingSplitGuardsAndDividingSplitDoesNot) {
   EXPECT_NE(guarded.find("for j.outer in 0..3"), std::string::npos);
   std::string exact = print_program(split("j", 5)(op.program).program());
   EXPECT_EQ(exact.find("if"), std::string::npos) << exact;
+}
+
+// reverse mirrors the loop's variable; a parallel loop splits into a parallel outer part and a
+// serial inner one, which reverse can then run backwards within each thread's block.
+TEST(Rules, ReverseRunsBackwardsAndAParallelLoopSplitsKeepingItsOuterPartParallel) {
+  OpInstance op = instantiate(parse_workload("add:M=2,N=10"));
+  std::string text = print_program(parse_strategy("reverse(j)")(op.program).program());
+  EXPECT_NE(text.find("C[i, 9 - j]"), std::string::npos) << text;
+  text = print_program(parse_strategy("parallel(j) ; split(j, 4)")(op.program).program());
+  EXPECT_NE(text.find("parallel for j.outer in 0..3"), std::string::npos) << text;
+  EXPECT_NE(text.find("  for j.inner in 0..4"), std::string::npos) << text;
+  expect_correct({"add:M=2,N=10", "reverse(j)"});
+  expect_correct({"add:M=2,N=10", "parallel(j) ; split(j, 4) ; reverse(j.inner)"});
+  expect_correct({"matmul:M=8,N=12,K=5", "parallel(i) ; split(i, 3) ; reverse(i.inner)"});
+  expect_correct({"matmul:M=8,N=12,K=5", "split(j, 5) ; reverse(j.outer) ; reverse(j.inner)"});
 }
 
 TEST(Rules, SplitThenFuseIndicesStayClean) {
