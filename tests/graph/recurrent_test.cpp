@@ -26,11 +26,15 @@ double sigmoid(double x) {
   return 1 / (1 + std::exp(-x));
 }
 
-HostTensor run_compiled(Graph g, const HostTensor& x, std::vector<std::string>* kernels = nullptr) {
+graph::Executor compile_on_two_threads(Graph g) {
   graph::run_default_passes(g);
   graph::ExecutorParams params;
   params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
+  return graph::Executor::compile(g, params);
+}
+
+HostTensor run_compiled(Graph g, const HostTensor& x, std::vector<std::string>* kernels = nullptr) {
+  graph::Executor ex = compile_on_two_threads(std::move(g));
   ex.set_input(0, x);
   ex.run();
   if (kernels)
@@ -138,10 +142,7 @@ TEST(Recurrent, EveryOtherStepReadsTheRecurrentWeightsBackwards) {
   Graph g = b.finish(y);
   HostTensor x = b.random_tensor({8, 1, input});
   HostTensor expected = graph::run_reference(g, {{in, x}}).at(0);
-  graph::run_default_passes(g);
-  graph::ExecutorParams params;
-  params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
+  graph::Executor ex = compile_on_two_threads(g);
   ex.set_input(0, x);
   ex.run();
   EXPECT_LT(testing::max_relative_error(ex.output(0), expected), 1e-5);
