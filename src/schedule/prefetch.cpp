@@ -3,6 +3,8 @@
 // prefetcher follows too closely (a layer's weights on their way from DRAM) arrives in time.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "schedule/location.h"
 #include "schedule/loop_tools.h"
 #include "schedule/rules.h"
@@ -18,6 +20,9 @@ namespace {
 // Most prefetches one iteration issues: beyond that the hints cost more issue slots than the
 // misses they hide.
 constexpr size_t kMaxPrefetches = 16;
+// Most hints prefetch_next puts in one iteration of its inner loop: more means the inner loop is
+// too short to spread the next iteration's lines over.
+constexpr int64_t kMaxSpreadHints = 8;
 
 bool prefetches(const Stmt& s, const Buffer& buffer) {
   class Finder : public StmtVisitor {
@@ -115,65 +120,6 @@ ProgramStrategy prefetch(const std::string& buffer, const std::string& loop_ref,
   });
 }
 
-namespace {
-
-// Most hints one iteration of the inner loop issues: more means the inner loop is too short to
-// spread the next iteration's lines over.
-constexpr int64_t kMaxSpreadHints = 8;
-
-// The loops from `outer`'s body down to `inner` (outermost first, `inner` last), empty if inner
-// is not inside outer.
-std::vector<const ForNode*> loops_down_to(const Stmt& body, const ForNode* inner) {
-  class Finder : public StmtVisitor {
-   public:
-    explicit Finder(const ForNode* target) : target_(target) {}
-    std::vector<const ForNode*> path;
-
-   protected:
-    using StmtVisitor::visit_;
-    void visit_(const ForNode& n, const Stmt& self) override {
-      if (!path.empty() && path.back() == target_) return;
-      stack_.push_back(&n);
-      if (&n == target_) {
-        path = stack_;
-      } else {
-        StmtVisitor::visit_(n, self);
-      }
-      stack_.pop_back();
-    }
-
-   private:
-    const ForNode* target_;
-    std::vector<const ForNode*> stack_;
-  };
-  Finder f(inner);
-  f.visit(body);
-  return f.path;
-}
-
-// Puts `hints` at the top of the body of `inner`.
-Stmt hint_in(const Stmt& body, const ForNode* inner, const Stmt& hints) {
-  class Mutator : public StmtMutator {
-   public:
-    Mutator(const ForNode* target, Stmt hints) : target_(target), hints_(std::move(hints)) {}
-
-   protected:
-    using StmtMutator::visit_;
-    Stmt visit_(const ForNode& n, const Stmt& self) override {
-      if (&n != target_) return StmtMutator::visit_(n, self);
-      return make_for(n.var, n.min, n.extent, n.for_kind, make_seq({hints_, n.body}));
-    }
-
-   private:
-    const ForNode* target_;
-    Stmt hints_;
-  };
-  Mutator m(inner, hints);
-  return m.visit(body);
-}
-
-}  // namespace
-
 ProgramStrategy prefetch_next(const std::string& buffer, const std::string& outer_ref,
                               const std::string& inner_ref) {
   std::string text = fmt::format("prefetch_next({}, {}, {})", buffer, outer_ref, inner_ref);
@@ -182,15 +128,22 @@ ProgramStrategy prefetch_next(const std::string& buffer, const std::string& oute
     if (!outer.ok()) return RewriteResult<Program>::not_applicable(text, outer.error);
     Resolved inner = resolve_loop(p, inner_ref);
     if (!inner.ok()) return RewriteResult<Program>::not_applicable(text, inner.error);
-    const ForNode* inner_loop = find_loop(p, inner.name);
+    // Rewritten at the inner loop, whose enclosing loops give the outer one and the loops
+    // between that count its steps.
     return rewrite_loop(
-        p, text, outer.name, [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
-          const ForNode& n = *site.loop;
+        p, text, inner.name, [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
+          const ForNode& inner_loop = *site.loop;
           Buffer b = find_buffer(p, buffer);
           if (!b) return fmt::format("there is no buffer {}", buffer);
-          std::vector<const ForNode*> path = loops_down_to(n.body, inner_loop);
-          if (path.empty()) return fmt::format("loop {} is not inside {}", inner.name, outer.name);
-          if (inner_loop->for_kind == ForKind::kVectorized)
+          auto at_outer =
+              std::find_if(site.enclosing.begin(), site.enclosing.end(),
+                           [&](const ForNode* f) { return f->var.name() == outer.name; });
+          if (at_outer == site.enclosing.end())
+            return fmt::format("loop {} is not inside {}", inner.name, outer.name);
+          const ForNode& n = **at_outer;
+          std::vector<const ForNode*> path(at_outer + 1, site.enclosing.end());
+          path.push_back(&inner_loop);
+          if (inner_loop.for_kind == ForKind::kVectorized)
             return fmt::format("loop {} is vectorized: its lanes read one line", inner.name);
           if (prefetches(n.body, b))
             return fmt::format("{} is prefetched in loop {} already", buffer, outer.name);
@@ -256,8 +209,8 @@ ProgramStrategy prefetch_next(const std::string& buffer, const std::string& oute
             indices.back() = next_start + offset;
             hints.push_back(make_prefetch(b, indices));
           }
-          Stmt body = hint_in(n.body, inner_loop, make_seq(std::move(hints)));
-          return make_for(n.var, n.min, n.extent, n.for_kind, body);
+          return make_for(inner_loop.var, inner_loop.min, inner_loop.extent, inner_loop.for_kind,
+                          make_seq({make_seq(std::move(hints)), inner_loop.body}));
         });
   });
 }

@@ -214,11 +214,6 @@ class Parser {
       expect(")");
       return prefetch(buffer, loop, distance);
     }
-    if (head == "reverse") {
-      std::string loop = loop_ref();
-      expect(")");
-      return reverse(loop);
-    }
     if (head == "prefetch_next") {
       std::string buffer = name();
       expect(",");
@@ -269,6 +264,7 @@ class Parser {
     if (head == "vectorize") return vectorize(loop_list(at, 1, 1, head)[0]);
     if (head == "unroll") return unroll(loop_list(at, 1, 1, head)[0]);
     if (head == "parallel") return parallel(loop_list(at, 1, 1, head)[0]);
+    if (head == "reverse") return reverse(loop_list(at, 1, 1, head)[0]);
     fail(at, "unknown strategy '" + head + "'");
   }
 
