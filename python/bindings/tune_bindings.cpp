@@ -132,12 +132,13 @@ void bind_tune(nb::module_& m) {
       "tune_all",
       [](const std::vector<std::string>& workloads, int trials, const std::string& db,
          const std::string& tuner, int threads, uint64_t seed, const std::string& pretrained,
-         const std::string& worker, nb::object progress) {
+         const std::string& scheduler, const std::string& worker, nb::object progress) {
         std::vector<TaskSpec> specs;
         for (const std::string& w : workloads) specs.push_back({"", canonical_workload(w)});
         if (specs.empty()) throw_error("tune_all needs at least one workload");
         TuneAllParams params;
         params.tune = tune_params(trials, tuner, seed, pretrained);
+        params.scheduler.policy = parse_scheduler_policy(scheduler);
         MeasureParams measure = measure_params(threads, worker);
         auto report = python_progress<TuneAllProgress>(progress, tune_all_progress_fields);
         TuneAllResult all;
@@ -150,7 +151,8 @@ void bind_tune(nb::module_& m) {
         return results;
       },
       nb::arg("workloads"), nb::arg("trials"), nb::arg("db"), nb::arg("tuner"), nb::arg("threads"),
-      nb::arg("seed"), nb::arg("pretrained"), nb::arg("worker"), nb::arg("progress").none());
+      nb::arg("seed"), nb::arg("pretrained"), nb::arg("scheduler"), nb::arg("worker"),
+      nb::arg("progress").none());
 
   m.def(
       "target_key", [] { return detect_target().key(); },

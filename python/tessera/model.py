@@ -108,12 +108,13 @@ def _import(model):
 
 def compile(model, *, trials: int = 0, db: str | os.PathLike | None = None, threads: int = 0,
             layout: str = "nchwc", conv_algorithm: str = "auto", tuner: str = "xgb",
-            seed: int = 0, pretrained: str = "", progress: Progress = True) -> Model:
+            seed: int = 0, pretrained: str = "", scheduler: str = "predicted",
+            progress: Progress = True) -> Model:
     """Compiles an ONNX model (a path, bytes or an ``onnx.ModelProto``).
 
     Each library operator runs the records DB's best configuration for this machine where
     ``db`` has one, else its default; ``trials`` > 0 first tunes the model's operators as one
-    task list into ``db``. As ``tessera compile`` does, a tuned kernel that runs slower inside
+    task list into ``db`` (``scheduler`` as for :func:`tune_all`). As ``tessera compile`` does, a tuned kernel that runs slower inside
     the model than its default is replaced by the default.
     """
     if layout not in ("nchwc", "nchw"):
@@ -129,7 +130,8 @@ def compile(model, *, trials: int = 0, db: str | os.PathLike | None = None, thre
         workloads = list(dict.fromkeys(graph.library_workloads()))
         if workloads:
             _run(progress, "compile", lambda report: _tessera.tune_all(
-                workloads, trials, db_path, tuner, threads, seed, pretrained, _worker(), report))
+                workloads, trials, db_path, tuner, threads, seed, pretrained, scheduler, _worker(),
+                report))
     native = _tessera.compile_graph(graph, db_path, threads, True, source)
     return Model(native, graph, source)
 

@@ -89,13 +89,14 @@ def tune(workload: str, trials: int = 64, db: str = "tessera.db", *, tuner: str 
 
 def tune_all(workloads: Sequence[str], trials: int = 256, db: str = "tessera.db", *,
              tuner: str = "xgb", threads: int = 0, seed: int = 0, pretrained: str = "",
-             progress: Progress = True) -> list[TuneResult]:
-    """Tunes a list of workloads under one budget of ``trials`` (the gradient task scheduler
-    gives batches to the tasks that gain most), with transfer across them through ``db``;
+             scheduler: str = "predicted", progress: Progress = True) -> list[TuneResult]:
+    """Tunes a list of workloads under one budget of ``trials``, each batch going to the task
+    whose cost model forecasts the most time saved (``scheduler="gradient"``: Ansor's gradient
+    task scheduler), with transfer across them through ``db``;
     ``pretrained`` as for :func:`tune`."""
     return _run(progress, "tune-all", lambda report: _tessera.tune_all(
-        list(workloads), trials, os.fspath(db), tuner, threads, seed, pretrained, _worker(),
-        report))
+        list(workloads), trials, os.fspath(db), tuner, threads, seed, pretrained, scheduler,
+        _worker(), report))
 
 
 class Records:

@@ -67,6 +67,9 @@ def test_refused_tuning_creates_no_db(tmp_path):
         tessera.tune("matmul:M=8,N=8,K=8", trials=1, db=db, tuner="junk", progress=False)
     with pytest.raises(tessera.Error, match="unknown tuner"):
         tessera.tune_all(["matmul:M=8,N=8,K=8"], trials=1, db=db, tuner="junk", progress=False)
+    with pytest.raises(tessera.Error, match="unknown scheduler 'fastest'"):
+        tessera.tune_all(["matmul:M=8,N=8,K=8"], trials=1, db=db, scheduler="fastest",
+                         progress=False)
     assert not db.exists()
 
 

@@ -40,11 +40,12 @@ void show_progress(const TuneAllProgress& p) {
       p.trials_total, latency_text(p.total_latency_s), transfer_text(p.transfer), p.elapsed_s);
   for (size_t i = 0; i < p.tasks->size(); ++i) {
     const TaskReport& r = (*p.tasks)[i];
-    std::cerr << fmt::format("  {} {:<12} {:>5} trials, best {:8.2f} GFLOP/s{}  {}\n",
-                             static_cast<int>(i) == p.last_task ? '>' : ' ', task_label(r.task),
-                             r.result.trials, r.result.best_gflops,
-                             r.task.weight > 1 ? fmt::format(" (x{})", r.task.weight) : "",
-                             r.task.names.empty() ? "" : r.task.workload);
+    std::cerr << fmt::format(
+        "  {} {:<12} {:>5} trials, best {:8.2f} GFLOP/s{}{}  {}\n",
+        static_cast<int>(i) == p.last_task ? '>' : ' ', task_label(r.task), r.result.trials,
+        r.result.best_gflops, r.task.weight > 1 ? fmt::format(" (x{})", r.task.weight) : "",
+        r.forecast ? fmt::format(", forecast {:+.1f}%", (*r.forecast - 1) * 100) : "",
+        r.task.names.empty() ? "" : r.task.workload);
   }
 }
 
@@ -81,6 +82,7 @@ int tune_task_list(const std::vector<TaskSpec>& specs, const TuneAllArgs& args) 
     measure.run.threads = args.threads;
     TuneAllParams params = args.params;
     params.scheduler.batch_size = params.tune.batch_size;
+    params.scheduler.policy = parse_scheduler_policy(args.scheduler);
     r = tune_all(specs, params, measure, args.db, show_progress);
   } catch (const Error& e) {
     std::string message = e.what();
@@ -109,6 +111,7 @@ int tune_task_list(const std::vector<TaskSpec>& specs, const TuneAllArgs& args) 
       task["best_strategy"] = t.result.best_strategy;
       task["best_config"] = t.result.best_config;
       task["stopped"] = t.stopped;
+      if (t.forecast) task["forecast"] = *t.forecast;
       j["tasks"].push_back(task);
     }
     std::cout << j.dump(2) << "\n";
@@ -139,8 +142,8 @@ TuneAllCommand add_tune_all_command(CLI::App& app) {
   TuneAllArgs& a = *c.args;
   c.app = app.add_subcommand(
       "tune-all",
-      "Tune a list of workloads with one trial budget, allocated by Ansor's gradient task "
-      "scheduler, with transfer learning across them");
+      "Tune a list of workloads with one trial budget, each batch to the task whose cost model "
+      "forecasts the most time saved, with transfer learning across them");
   c.app->add_option("file", a.file,
                     "Task list: one workload per line, optionally after a name; # comments");
   c.app->add_option("--model", a.model, "A built-in list instead of FILE: resnet18-convs");
@@ -187,6 +190,11 @@ void add_tune_all_options(CLI::App* app, TuneAllArgs& a, bool allow_zero_trials)
          "Rest a task after this many trials without a better best, until every task rests "
          "(0: never)")
       ->check(non_negative_number());
+  app->add_option("--scheduler", a.scheduler,
+                  "How trials go to tasks: predicted (the default: to the task whose cost model "
+                  "forecasts the most model time saved; a task whose model forecasts no gain "
+                  "rests) or gradient (Ansor's task scheduler)")
+      ->check(CLI::IsMember({"gradient", "predicted"}));
   app->add_option("--db", a.db, "Records DB (SQLite; created on first use)")->check(db_path());
   app->add_option("--threads,-t", a.threads,
                   "Threads of the measured kernels (0, the default: all cores)")

@@ -16,6 +16,7 @@ struct TuneAllArgs {
   std::string model;  // resnet18-convs
   TuneAllParams params;
   std::string db = "tessera.db";
+  std::string scheduler = "predicted";  // parsed by parse_scheduler_policy
   int threads = 0;
   bool json = false;
 };

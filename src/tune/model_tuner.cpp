@@ -83,8 +83,50 @@ void ModelTuner::observe(const std::vector<Config>& configs, const std::vector<d
   refit();
 }
 
+std::optional<double> ModelTuner::outlook() {
+  if (!fitted_) return std::nullopt;
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::vector<float>> rows;
+  std::vector<double> measured;
+  for (size_t i = 0; i < train_x_.size(); ++i) {
+    if (train_gflops_[i] <= 0) continue;
+    rows.push_back(train_x_[i]);
+    measured.push_back(train_gflops_[i]);
+  }
+  if (rows.size() < 3) return std::nullopt;
+  std::vector<float> scores = model_->predict(rows);
+  double n = static_cast<double>(rows.size());
+  double mean_s = 0, mean_g = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    mean_s += scores[i] / n;
+    mean_g += measured[i] / n;
+  }
+  double cov = 0, var = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    cov += (scores[i] - mean_s) * (measured[i] - mean_g);
+    var += (scores[i] - mean_s) * (scores[i] - mean_s);
+  }
+  std::optional<double> forecast;
+  if (var > 0 && cov > 0) {
+    double slope = cov / var;
+    auto line = [&](double score) { return mean_g + slope * (score - mean_s); };
+    size_t best =
+        static_cast<size_t>(std::max_element(measured.begin(), measured.end()) - measured.begin());
+    double at_best = line(scores[best]);
+    if (at_best > 0) {
+      if (!planned_) planned_ = anneal();
+      // Capped: a line extrapolated far beyond the data says "large", not how large.
+      forecast =
+          planned_->empty() ? 0.0 : std::clamp(line(planned_->front().first) / at_best, 0.0, 2.0);
+    }
+  }
+  overhead_seconds_ += seconds_since(start);
+  return forecast;
+}
+
 void ModelTuner::refit() {
   auto start = std::chrono::steady_clock::now();
+  planned_.reset();
   double best =
       train_gflops_.empty() ? 0 : *std::max_element(train_gflops_.begin(), train_gflops_.end());
   if (best > 0) {
@@ -188,7 +230,8 @@ std::vector<Config> ModelTuner::propose(int n) {
     const double epsilon =
         std::min(1.0, params_.epsilon + params_.transfer_epsilon * model_->prior_weight());
     int n_random = static_cast<int>(std::lround(epsilon * n));
-    std::vector<std::pair<double, Config>> candidates = anneal();
+    std::vector<std::pair<double, Config>> candidates = planned_ ? std::move(*planned_) : anneal();
+    planned_.reset();
     out = select_diverse(space_, candidates, n - n_random, params_.diversity_alpha);
     for (const Config& c : out) mark(c);
   }

@@ -25,6 +25,12 @@ class ModelTuner : public Tuner {
   void observe(const std::vector<Config>& configs, const std::vector<double>& gflops) override;
   /// Fits the model again on everything observed (after the model's prior changed).
   void refit();
+  /// Scores map to throughput through a least-squares line fitted on the measured successes
+  /// (rank scores have no unit); the forecast is that line at the search's best candidate over
+  /// the line at the best measured configuration. nullopt before the model is fitted on 3
+  /// successes, or when its scores do not rise with throughput. The search it runs is the next
+  /// propose()'s, not repeated.
+  std::optional<double> outlook() override;
   /// The model knows something before any measurement (a transfer model with a global part):
   /// batches come from the search over it from the first one on.
   void use_model_from_start() { fitted_ = true; }
@@ -52,6 +58,9 @@ class ModelTuner : public Tuner {
   std::vector<double> train_gflops_;
   std::vector<Config> chains_;
   bool fitted_ = false;
+  // anneal()'s result for the next propose(), when outlook() ran it; dropped when the model
+  // changes.
+  std::optional<std::vector<std::pair<double, Config>>> planned_;
 };
 
 }  // namespace tessera

@@ -7,10 +7,20 @@
 
 namespace tessera {
 
+SchedulerPolicy parse_scheduler_policy(const std::string& name) {
+  if (name == "gradient") return SchedulerPolicy::kGradient;
+  if (name == "predicted") return SchedulerPolicy::kPredicted;
+  throw_error("unknown scheduler '{}' (gradient, predicted)", name);
+}
+
 GradientTaskScheduler::GradientTaskScheduler(std::vector<SchedulerTask> tasks, int total_trials,
                                              SchedulerParams params)
     : tasks_(std::move(tasks)), state_(tasks_.size()), params_(params), total_(total_trials) {
   if (params_.batch_size <= 0) throw_error("task scheduler: batch size must be positive");
+  int n = std::max<int>(1, static_cast<int>(tasks_.size()));
+  warmup_trials_ = params_.policy == SchedulerPolicy::kPredicted
+                       ? std::clamp(total_ / (2 * n), 1, params_.batch_size)
+                       : params_.batch_size;
 }
 
 std::optional<std::pair<int, int>> GradientTaskScheduler::next() {
@@ -24,6 +34,7 @@ std::optional<std::pair<int, int>> GradientTaskScheduler::next() {
       if (s.exhausted || !s.resting) continue;
       s.resting = false;
       s.last_improvement = s.trials;
+      s.reports_without_gain = 0;
       woke = true;
     }
     if (!woke) return std::nullopt;
@@ -34,25 +45,38 @@ std::optional<std::pair<int, int>> GradientTaskScheduler::next() {
   for (const State& s : state_) cold += s.live() && s.history.empty();
   for (size_t i = 0; i < state_.size(); ++i) {
     if (!state_[i].live() || !state_[i].history.empty()) continue;
-    int n = std::min(params_.batch_size, std::max(1, left / cold));
+    int n = std::min(warmup_trials_, std::max(1, left / cold));
     return std::make_pair(static_cast<int>(i), n);
   }
   int best = -1;
-  double best_grad = 0;
+  double best_saving = 0;
   for (size_t i = 0; i < state_.size(); ++i) {
     if (!state_[i].live()) continue;
-    double g = gradient(static_cast<int>(i));
-    if (best < 0 || g < best_grad ||
-        (g == best_grad && state_[i].trials < state_[static_cast<size_t>(best)].trials)) {
+    double saving = expected_saving(static_cast<int>(i));
+    if (best < 0 || saving > best_saving ||
+        (saving == best_saving && state_[i].trials < state_[static_cast<size_t>(best)].trials)) {
       best = static_cast<int>(i);
-      best_grad = g;
+      best_saving = saving;
     }
   }
   if (best < 0) return std::nullopt;
-  return std::make_pair(best, std::min(params_.batch_size, left));
+  int n = params_.policy == SchedulerPolicy::kPredicted
+              ? std::min(params_.batch_size, std::max(warmup_trials_, 8))
+              : params_.batch_size;
+  return std::make_pair(best, std::min(n, left));
 }
 
-void GradientTaskScheduler::report(int task, int trials, double best_latency) {
+double GradientTaskScheduler::expected_saving(int task) const {
+  const State& s = state_.at(task);
+  if (params_.policy != SchedulerPolicy::kPredicted || !s.forecast || !s.live() ||
+      !std::isfinite(s.best))
+    return -gradient(task);
+  double gain = std::max(0.0, 1.0 - 1.0 / std::max(*s.forecast, 1e-9));
+  return tasks_.at(task).weight * s.best * gain;
+}
+
+void GradientTaskScheduler::report(int task, int trials, double best_latency,
+                                   std::optional<double> forecast) {
   State& s = state_.at(task);
   done_ += trials;
   s.trials += trials;
@@ -67,6 +91,12 @@ void GradientTaskScheduler::report(int task, int trials, double best_latency) {
   s.history.push_back(s.best);
   if (params_.early_stop > 0 && s.trials - s.last_improvement >= params_.early_stop)
     s.resting = true;
+  s.forecast = forecast;
+  if (params_.policy == SchedulerPolicy::kPredicted) {
+    bool no_gain = forecast && *forecast < 1 + params_.min_gain;
+    s.reports_without_gain = no_gain ? s.reports_without_gain + 1 : 0;
+    if (s.reports_without_gain >= 2) s.resting = true;
+  }
 }
 
 double GradientTaskScheduler::gradient(int task) const {

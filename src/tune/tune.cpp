@@ -202,6 +202,12 @@ int TuneSession::step(int n) {
   return static_cast<int>(batch.size());
 }
 
+std::optional<double> TuneSession::outlook() {
+  std::optional<double> forecast = tuner_->outlook();
+  result_.tuner_seconds = tuner_->overhead_seconds();
+  return forecast;
+}
+
 namespace {
 
 // params.pretrained, an XGBoost model, checked against the tuner and features.

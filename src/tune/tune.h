@@ -103,6 +103,9 @@ class TuneSession {
   /// retime_top 0 or without a correct configuration.
   /// A DB that cannot take the pick gets one warning through `warn` (default: stderr).
   void retime(const RetimeProgressFn& progress = nullptr, const WarnFn& warn = nullptr);
+  /// The tuner's forecast for its next batch (Tuner::outlook): the best proposal's predicted
+  /// throughput over the best measured one's; nullopt when its model cannot tell.
+  std::optional<double> outlook();
   /// Whether the tuner can take a global model.
   bool accepts_global() const { return transfer_ != nullptr; }
   const CostModel* global() const;

@@ -190,9 +190,12 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
     if (transfer && s.accepts_global()) refresh_global(s);
     int measured = s.step(n);
     TaskReport& report = result.tasks[static_cast<size_t>(i)];
+    // The search behind the forecast is the one the task's next batch uses.
+    if (params.scheduler.policy == SchedulerPolicy::kPredicted && measured > 0)
+      report.forecast = s.outlook();
     report.result = s.result();
     report.best_latency_s = latency(report.flops, report.result.best_gflops);
-    scheduler.report(i, measured, report.best_latency_s);
+    scheduler.report(i, measured, report.best_latency_s, report.forecast);
     result.trials = scheduler.trials_done();
     report_progress(i, false);
     if (std::optional<std::string> busy = busy_machine_warning(report.result);

@@ -44,6 +44,9 @@ struct TaskReport {
   double flops = 0;
   double best_latency_s = 0;  // infinity when no success
   bool stopped = false;       // resting (stalled) or its space exhausted when the run ended
+  /// The model's forecast after the task's last batch (SchedulerPolicy::kPredicted only):
+  /// predicted best proposal over best measured throughput.
+  std::optional<double> forecast;
 };
 
 struct TuneAllProgress {

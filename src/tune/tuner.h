@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_set>
@@ -71,6 +72,11 @@ class Tuner {
   /// Measured throughput of configurations (GFLOP/s; 0 for failures). Also used to resume from
   /// records: observed configurations are never proposed again.
   virtual void observe(const std::vector<Config>& configs, const std::vector<double>& gflops);
+
+  /// What the tuner's cost model forecasts for its next batch: the predicted throughput of the
+  /// best configuration it would propose over that of the best one measured (below 1: no gain
+  /// predicted; 0: nothing left to propose). nullopt when the tuner has no model that can tell.
+  virtual std::optional<double> outlook() { return std::nullopt; }
 
   bool visited(const Config& c) const { return visited_.count(space_.to_index(c)) > 0; }
   /// Seconds spent in model fitting and search so far (not in measurement).

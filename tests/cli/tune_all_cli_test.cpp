@@ -38,6 +38,7 @@ TEST(CliTuneAll, BadInputIsOneLineAndExitCode2) {
       {"tune-all", "needs a task FILE or --model"},
       {"tune-all " + list + " --model resnet18-convs", "one of them"},
       {"tune-all --model resnet18-convs --transfer maybe", "--transfer"},
+      {"tune-all --model resnet18-convs --scheduler fastest", "--scheduler"},
       {"tune-all --model resnet18-convs --transfer on --tuner random", "needs an xgb tuner"},
       {"tune matmul:M=4,N=4,K=4 --transfer on --tuner treegru", "needs an xgb tuner"},
       {"tune matmul:M=4,N=4,K=4 --pretrained x.bin --tuner ga", "needs a model tuner"},
@@ -75,10 +76,35 @@ TEST(CliTuneAll, HelpNamesTheOptions) {
   EXPECT_NE(tune.out.find("--features"), std::string::npos);
 }
 
+// The predicted scheduler (the default) warms up on half the budget over the tasks (4 trials
+// each here, not a batch of 8), and later batches follow the models' forecasts.
+TEST(CliTuneAll, PredictedSchedulerWarmsUpOnHalfTheBudget) {
+  std::string list = temp_path("pred.txt"), db = temp_path("pred.db");
+  std::ofstream(list) << "a matmul:M=16,N=16,K=16\nb matmul:M=32,N=16,K=16\n";
+  auto o = run_cli("tune-all " + list + " --trials 16 --batch 8 --retime 0 --threads 1 --db " + db +
+                   " --json");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_NE(o.out.find("tune-all: 4/16 trials"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("tune-all: 8/16 trials"), std::string::npos) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out.substr(o.out.find("\n{\n") + 1));
+  EXPECT_EQ(j["trials"], 16);
+  ASSERT_EQ(j["tasks"].size(), 2u);
+  EXPECT_EQ(j["tasks"][0]["trials"].get<int>() + j["tasks"][1]["trials"].get<int>(), 16);
+  for (const auto& task : j["tasks"]) {
+    EXPECT_GE(task["trials"].get<int>(), 4);
+    if (task.contains("forecast")) {
+      EXPECT_GE(task["forecast"].get<double>(), 0);
+    }
+  }
+  std::filesystem::remove(list);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+}
+
 TEST(CliTuneAll, ShortRunPrintsEveryTaskAndTheTransfer) {
   std::string list = temp_path("two.txt"), db = temp_path("two.db");
   std::ofstream(list) << "small matmul:M=16,N=16,K=16\nother matmul:M=32,N=16,K=16\n";
-  auto o = run_cli("tune-all " + list + " --trials 4 --batch 2 --threads 1 --db " + db + " --json");
+  auto o = run_cli("tune-all " + list +
+                   " --trials 4 --batch 2 --threads 1 --scheduler gradient --db " + db + " --json");
   ASSERT_EQ(o.exit_code, 0) << o.out;
   // Progress (stderr) shows every task and the total; the JSON (stdout) comes last.
   EXPECT_NE(o.out.find("tune-all: 2/4 trials"), std::string::npos) << o.out;

@@ -87,6 +87,44 @@ TEST(ModelTuner, TransferredScoresBuyMoreRandomDraws) {
   EXPECT_LE(with_prior, 7);
 }
 
+// The forecast maps scores to throughput with a line fitted on the measured successes; with an
+// oracle whose scores are the throughput minus 100, the line is exact and the forecast is the
+// optimum's throughput over the best measured one's.
+TEST(ModelTuner, OutlookForecastsTheSearchsBestOverTheBestMeasured) {
+  ConfigSpace space = synthetic_space();
+  TuneParams params;
+  params.seed = 3;
+  ModelTuner tuner(space, params, std::make_unique<OracleModel>(), knob_values());
+  EXPECT_FALSE(tuner.outlook()) << "nothing measured: no forecast";
+  auto throughput = [](const Config& c) { return 100 + true_score(c); };
+  std::vector<Config> measured = {Config{{3, 3, 3, 3, 1, 1}}, Config{{0, 3, 3, 3, 3, 3}},
+                                  Config{{7, 7, 3, 3, 3, 3}}};
+  tuner.observe({measured[0], measured[1]}, {throughput(measured[0]), throughput(measured[1])});
+  EXPECT_FALSE(tuner.outlook()) << "two successes are too few to fit the line";
+  tuner.observe({measured[2], Config{{5, 5, 5, 5, 5, 5}}}, {throughput(measured[2]), 0.0});
+  std::optional<double> forecast = tuner.outlook();
+  ASSERT_TRUE(forecast);
+  EXPECT_NEAR(*forecast, 100.0 / 92.0, 1e-9) << "the optimum (100) over the best measured (92)";
+  // The search behind the forecast is the batch's.
+  std::vector<Config> batch = tuner.propose(4);
+  ASSERT_FALSE(batch.empty());
+  EXPECT_EQ(batch[0], (Config{{3, 3, 3, 3, 3, 3}}));
+  tuner.observe({batch[0]}, {100.0});
+  forecast = tuner.outlook();
+  ASSERT_TRUE(forecast);
+  EXPECT_NEAR(*forecast, 99.0 / 100.0, 1e-9) << "the optimum is measured: the next best is worse";
+}
+
+TEST(ModelTuner, NoOutlookWhenTheScoresFallAsTheThroughputRises) {
+  ConfigSpace space = synthetic_space();
+  ModelTuner tuner(space, TuneParams{}, std::make_unique<OracleModel>(), knob_values());
+  // Measured throughputs ordered against the oracle's scores: the model has no signal.
+  tuner.observe(
+      {Config{{3, 3, 3, 3, 3, 2}}, Config{{3, 3, 3, 3, 1, 1}}, Config{{0, 0, 3, 3, 3, 3}}},
+      {10.0, 20.0, 30.0});
+  EXPECT_FALSE(tuner.outlook());
+}
+
 TEST(ModelTuner, DiverseSelectionCoversMoreKnobValuesThanTopB) {
   ConfigSpace space = synthetic_space();
   // Ten near-identical top candidates and ten slightly worse, all different.
