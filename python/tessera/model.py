@@ -114,8 +114,9 @@ def compile(model, *, trials: int = 0, db: str | os.PathLike | None = None, thre
 
     Each library operator runs the records DB's best configuration for this machine where
     ``db`` has one, else its default; ``trials`` > 0 first tunes the model's operators as one
-    task list into ``db`` (``scheduler`` as for :func:`tune_all`). As ``tessera compile`` does, a tuned kernel that runs slower inside
-    the model than its default is replaced by the default.
+    task list into ``db`` (``scheduler`` as for :func:`tune_all`). As ``tessera compile`` does,
+    a tuned kernel that runs slower inside the model than its default is replaced by the
+    default.
     """
     if layout not in ("nchwc", "nchw"):
         raise Error(f"layout must be nchwc or nchw, not {layout!r}")

@@ -29,7 +29,7 @@ class ModelTuner : public Tuner {
   /// (rank scores have no unit); the forecast is that line at the search's best candidate over
   /// the line at the best measured configuration. nullopt before the model is fitted on 3
   /// successes, or when its scores do not rise with throughput. The search it runs is the next
-  /// propose()'s, not repeated.
+  /// propose()'s unless the model changes first (observe, refit).
   std::optional<double> outlook() override;
   /// The model knows something before any measurement (a transfer model with a global part):
   /// batches come from the search over it from the first one on.

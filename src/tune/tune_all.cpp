@@ -190,7 +190,8 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
     if (transfer && s.accepts_global()) refresh_global(s);
     int measured = s.step(n);
     TaskReport& report = result.tasks[static_cast<size_t>(i)];
-    // The search behind the forecast is the one the task's next batch uses.
+    // The search behind the forecast is kept for the task's next batch, unless a refreshed
+    // global model refits the task's model before then.
     if (params.scheduler.policy == SchedulerPolicy::kPredicted && measured > 0)
       report.forecast = s.outlook();
     report.result = s.result();
