@@ -5,25 +5,38 @@
  * take turns with the thread that has work: ResNet-18 at 2 threads beside two CPU-bound
  * processes ran 59-65 ms where one thread ran 35-43 (idle: 20 and 34). No setting of libgomp's
  * wait policy can be made from a library once libgomp has started, so each instance watches its
- * own run times instead: while they stay near the fastest seen it keeps every thread it was
- * given; when they slow down by 30% (and once early on, then every 256 runs, for a machine busy
- * from the start) it tries half the threads for one run and moves there if that run is 15%
- * faster; from fewer threads it tries twice as many after 4 runs, then after 8, 16, ... 128 while
- * that fails, so that a burst of noise costs a few runs and a lasting load one slow run in 128. An
- * idle machine leaves the full count for one run in 256. */
+ * own run times instead. A lasting load slows every run, while a shared guest's noise slows one
+ * run in a few by up to 2x, so the policy reads the fastest of the last few runs at its thread
+ * count: when even that is 30% above the fastest seen (and once early on, then every 256 runs,
+ * for a machine busy from the start) it tries half the threads, and moves there if a trial run
+ * beats that recent fastest by 15%. A trial is one run, or two where the first beat home without
+ * the margin: the first run at more threads warms the caches of the cores it adds. From fewer
+ * threads it tries twice as many after 4 runs, then after 8, 16, ... 128 while that fails, so that
+ * a burst of noise costs a few runs and a lasting load one slow run in 128; a load under which
+ * all the threads stay faster spaces its trials of fewer the same way. An idle machine leaves
+ * the full count for one run in 256. An instance's first run (page faults, cold caches) counts
+ * for nothing. */
 #ifndef TESSERA_THREAD_POLICY_H
 #define TESSERA_THREAD_POLICY_H
 
 #define TSR_POLICY_LEVELS 8
+#define TSR_POLICY_RECENT 8 /* runs at home whose fastest tells a lasting load from noise */
+#define TSR_POLICY_TRIAL 2  /* runs of one trial of another thread count */
 
 typedef struct tsr_thread_policy {
   int cap;         /* the threads the caller allows; level k uses cap >> k (at least 1) */
   int home;        /* the level runs use */
   int level;       /* the level of the next run: home, or one beside it on trial */
   int since_probe; /* runs at home since the last trial */
-  int wait_up; /* runs at home before trying more threads: 4, doubling to 128 while that fails */
-  double ewma[TSR_POLICY_LEVELS]; /* recent run time at each level, ms (0: none yet) */
-  double fast[TSR_POLICY_LEVELS]; /* fastest run at each level, ms (0: none yet) */
+  int wait_up;    /* runs at home before trying more threads: 4, doubling to 128 while that fails */
+  int wait_down;  /* runs slowed at home before trying fewer: 4, doubling to 128 while that fails */
+  int started;    /* the first run, cold, is behind */
+  int trial_runs; /* runs of the current trial so far */
+  double trial_fastest;             /* ms, the fastest of them */
+  int recent_count;                 /* runs in recent[] (at most TSR_POLICY_RECENT) */
+  int recent_next;                  /* where the next run at home goes in recent[] */
+  double recent[TSR_POLICY_RECENT]; /* the last runs at home, ms */
+  double fast[TSR_POLICY_LEVELS];   /* fastest run at each level, ms (0: none yet) */
 } tsr_thread_policy;
 
 static inline int tsr_policy_levels(int cap) {
@@ -32,43 +45,72 @@ static inline int tsr_policy_levels(int cap) {
   return n;
 }
 
+static inline void tsr_policy_settle(tsr_thread_policy* p, int home, double ms) {
+  p->home = p->level = home;
+  p->since_probe = p->trial_runs = 0;
+  p->recent_count = p->recent_next = 0;
+  if (ms > 0) {
+    p->recent[0] = ms;
+    p->recent_count = p->recent_next = 1;
+  }
+}
+
 /* The thread count of the next run, for a caller that allows `cap`; a new cap starts over. */
 static inline int tsr_policy_next(tsr_thread_policy* p, int cap) {
   if (cap != p->cap) {
     p->cap = cap < 1 ? 1 : cap;
-    p->home = p->level = p->since_probe = 0;
-    p->wait_up = 4;
-    for (int k = 0; k < TSR_POLICY_LEVELS; ++k) p->ewma[k] = p->fast[k] = 0;
+    p->wait_up = p->wait_down = 4;
+    p->started = 0;
+    for (int k = 0; k < TSR_POLICY_LEVELS; ++k) p->fast[k] = 0;
+    tsr_policy_settle(p, 0, 0);
   }
   int threads = p->cap >> p->level;
   return threads < 1 ? 1 : threads;
 }
 
+static inline double tsr_policy_recent_fastest(const tsr_thread_policy* p) {
+  double fastest = p->recent[0];
+  for (int i = 1; i < p->recent_count; ++i)
+    if (p->recent[i] < fastest) fastest = p->recent[i];
+  return fastest;
+}
+
 /* Records the run tsr_policy_next announced, `ms` long, and picks the next run's level. */
 static inline void tsr_policy_record(tsr_thread_policy* p, double ms) {
+  if (!p->started) {
+    p->started = 1;
+    return;
+  }
   const int level = p->level, home = p->home;
   if (p->fast[level] == 0 || ms < p->fast[level]) p->fast[level] = ms;
   if (level != home) { /* a trial: move there if clearly faster than home lately */
-    if (ms < 0.85 * p->ewma[home]) {
-      p->home = level;
-      p->ewma[level] = ms;
-      p->wait_up = 4;
-    } else if (level < home) {
-      p->wait_up = p->wait_up >= 64 ? 128 : 2 * p->wait_up;
+    const double home_fastest = tsr_policy_recent_fastest(p);
+    if (p->trial_runs == 0 || ms < p->trial_fastest) p->trial_fastest = ms;
+    /* A second run only where the first beat home by less than the margin. */
+    if (++p->trial_runs < TSR_POLICY_TRIAL && ms < home_fastest && ms >= 0.85 * home_fastest)
+      return;
+    if (p->trial_fastest < 0.85 * home_fastest) {
+      p->wait_up = p->wait_down = 4;
+      tsr_policy_settle(p, level, p->trial_fastest);
+      return;
     }
-    p->level = p->home;
-    p->since_probe = 0;
+    if (level < home) p->wait_up = p->wait_up >= 64 ? 128 : 2 * p->wait_up;
+    if (level > home) p->wait_down = p->wait_down >= 64 ? 128 : 2 * p->wait_down;
+    p->level = home;
+    p->since_probe = p->trial_runs = 0;
     return;
   }
-  p->ewma[home] = p->ewma[home] == 0 ? ms : 0.75 * p->ewma[home] + 0.25 * ms;
+  p->recent[p->recent_next] = ms;
+  p->recent_next = (p->recent_next + 1) % TSR_POLICY_RECENT;
+  if (p->recent_count < TSR_POLICY_RECENT) ++p->recent_count;
   ++p->since_probe;
-  const int slowed = p->ewma[home] > 1.3 * p->fast[home];
+  const int slowed = p->recent_count >= 4 && tsr_policy_recent_fastest(p) > 1.3 * p->fast[home];
+  if (!slowed) p->wait_down = 4; /* the spacing holds through one stretch of load */
   /* A machine busy from the first run never looks slowed: fewer threads are also tried once
-   * early on (once 16 runs have settled the average), then every 256 runs (on an idle machine,
-   * one slower run in 256). */
+   * early on (once 16 runs have settled), then every 256 runs. */
   const int fewer = home + 1 < tsr_policy_levels(p->cap);
   const int due = fewer && p->since_probe >= (p->fast[home + 1] == 0 ? 16 : 256);
-  if (fewer && (slowed || due) && p->since_probe >= 4)
+  if (fewer && ((slowed && p->since_probe >= p->wait_down) || due) && p->since_probe >= 4)
     p->level = home + 1;
   else if (home > 0 && p->since_probe >= p->wait_up)
     p->level = home - 1;
