@@ -172,6 +172,12 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   bool few_channels = w.get("C") % cb != 0;
   int64_t out_blocks = w.get("O") / cb;
   int64_t blocks = out_blocks % 2 == 0 ? 2 : 1;
+  // An odd count of 9 blocks or more still takes two at a time on AVX2, the last tile half
+  // empty: 2 x 7 against 1 x 14 ran 147 against 120 GFLOP/s (9 blocks, 56 wide), 154 against
+  // 127 (15, 28 wide), 176 against 117 as 1 x 8 (SqueezeNet's 125-block classifier, 13 wide), and
+  // 155 against 158 (25, 14 wide; AMD EPYC, 2 threads).
+  const bool few_registers = isa.vector_registers < 32;
+  if (few_registers && !few_channels && out_blocks % 2 == 1 && out_blocks >= 9) blocks = 2;
   if (few_channels) blocks = out_blocks % 4 == 0 ? 4 : blocks;
   c.value("tile_oc", {{blocks}, {1}});
   // Each column holds `blocks` accumulators; the weights of the blocks and one broadcast input
@@ -187,6 +193,13 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   // 14-wide 3x3 ones 138 against 105.
   const int64_t row = out_extent(w, "W");
   if (w.get("K") == 1 && !few_channels && row % (most + 1) == 0 && row <= 2 * (most + 1))
+    columns = most + 1;
+  // A row that no tile splits evenly: on AVX2 two blocks take 7 columns where the last tile is
+  // one short, rather than 6 with a ragged tail: SqueezeNet's 13-wide 3x3 layer (6 + 6 + 1) 136
+  // -> 166 GFLOP/s as 7 + 6, its 27-wide one 129 -> 146 (AMD EPYC, 2 threads); an even split
+  // stays (its 55-wide layers as 11 x 5: 143, as 7s: 137).
+  if (few_registers && !few_channels && blocks == 2 && row % columns != 0 && row > most + 1 &&
+      row % (most + 1) == most)
     columns = most + 1;
   // Wider still where the registers hold it and an even width splits the row: ResNet-50's
   // 14-, 28- and 56-wide layers as 14 x 2 accumulators took the network from 32.4 to 30.6 ms

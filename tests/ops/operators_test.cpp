@@ -192,13 +192,17 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
       {"conv2d_nchwc:N=1,C=32,H=20,W=20,O=64,K=4,S=2,P=0,CB=8", {"split(oc, 2)", "split(x, 3)"}},
       // A 1x1 window splits a 14-wide row evenly with one column more (AVX2: 7 for 6); a 3x3
       // one keeps the registers' count; AVX-512 takes the whole row in either; a 13-wide row
-      // (odd) keeps 8.
+      // (odd) keeps 8 on AVX-512, and takes 7 + 6 on AVX2 rather than 6 + 6 + 1.
       {"conv2d_nchwc:N=1,C=1024,H=14,W=14,O=256,K=1,S=1,P=0,CB=8,BIAS=1,ACT=1",
        {wide ? "split(x, 14)" : "split(x, 7)"}},
       {"conv2d_nchwc:N=1,C=256,H=14,W=14,O=256,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
        {wide ? "split(x, 14)" : "split(x, 6)"}},
       {"conv2d_nchwc:N=1,C=64,H=13,W=13,O=256,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
-       {wide ? "split(x, 8)" : "split(x, 6)"}},
+       {wide ? "split(x, 8)" : "split(x, 7)"}},
+      // An odd count of many blocks (125): AVX2 still takes two at a time, the last tile half
+      // empty; AVX-512 one.
+      {"conv2d_nchwc:N=1,C=512,H=13,W=13,O=1000,K=1,S=1,P=0,CB=8,BIAS=1,ACT=1",
+       {wide ? "split(oc, 1)" : "split(oc, 2)", wide ? "split(x, 8)" : "split(x, 7)"}},
       // Softmax: each tile of rows in one pass, the row statistics as vectors along the row.
       {"softmax:M=1536,N=128",
        {"compute_at(exp_sum, softmax.i.outer)", "rfactor(row_max, row_max.k.inner)",
