@@ -13,7 +13,7 @@
  * (which of them decides: see tsr_policy_record). From fewer threads it tries twice as many after
  * 4 runs, then after 8, 16, ... 128 while that fails, so that a burst of noise costs a few runs
  * and a lasting load a slow run or two in 128; a load under which all the threads stay faster
- * spaces its trials of fewer the same way. An idle machine leaves the full count for 6 runs in
+ * spaces its trials of fewer the same way. An idle machine leaves the full count for 5 runs in
  * its first 500, then one in 256. An instance's first run (page faults, cold caches) counts for
  * nothing. */
 #ifndef TESSERA_THREAD_POLICY_H
@@ -103,8 +103,10 @@ static inline void tsr_policy_record(tsr_thread_policy* p, double ms) {
       return;
     }
     if (level < home) p->wait_up = p->wait_up >= 64 ? 128 : 2 * p->wait_up;
-    if (level > home) p->wait_down = p->wait_down >= 64 ? 128 : 2 * p->wait_down;
-    if (level > home) p->due_every = p->due_every >= 128 ? 256 : 2 * p->due_every;
+    if (level > home) {
+      p->wait_down = p->wait_down >= 64 ? 128 : 2 * p->wait_down;
+      p->due_every = p->due_every >= 128 ? 256 : 2 * p->due_every;
+    }
     p->level = home;
     p->since_probe = p->trial_runs = 0;
     return;

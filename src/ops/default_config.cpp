@@ -198,7 +198,7 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   // one short, rather than 6 with a ragged tail: SqueezeNet's 13-wide 3x3 layer (6 + 6 + 1) 136
   // -> 166 GFLOP/s as 7 + 6, its 27-wide one 129 -> 146 (AMD EPYC, 2 threads); an even split
   // stays (its 55-wide layers as 11 x 5: 143, as 7s: 137).
-  if (few_registers && !few_channels && blocks == 2 && row % columns != 0 && row > most + 1 &&
+  if (few_registers && !few_channels && blocks == 2 && row % columns != 0 &&
       row % (most + 1) == most)
     columns = most + 1;
   // Wider still where the registers hold it and an even width splits the row: ResNet-50's
