@@ -282,4 +282,15 @@ TeKernel pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, in
   return finish_kernel(is_max ? "max_pool_blocked" : "avg_pool_blocked", {in, out}, first);
 }
 
+TeKernel subsample_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t stride) {
+  Tensor in = placeholder(in_shape, DType::kFloat32, "in");
+  int s = static_cast<int>(stride);
+  Tensor out = compute(
+      {in_shape[0], in_shape[1], (in_shape[2] - 1) / stride + 1, (in_shape[3] - 1) / stride + 1,
+       in_shape[4]},
+      [&](const std::vector<Var>& at) { return in(at[0], at[1], at[2] * s, at[3] * s, at[4]); },
+      "out", axis_names(5));
+  return finish_kernel("subsample_blocked", {in, out}, "vectorize(i4)");
+}
+
 }  // namespace tessera::graph

@@ -56,5 +56,8 @@ TeKernel from_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block);
 /// channel-blocked [N][C/b][H][W][b] tensor, the block's channels as the vector.
 TeKernel pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,
                              int64_t pad, bool is_max);
+/// Every `stride`-th row and column of a channel-blocked [N][C/b][H][W][b] tensor:
+/// [N][C/b][(H-1)/stride+1][(W-1)/stride+1][b], the block's channels as the vector.
+TeKernel subsample_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t stride);
 
 }  // namespace tessera::graph

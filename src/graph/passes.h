@@ -70,14 +70,13 @@ int choose_layouts(Graph& g, int64_t block);
 
 /// The attribute choose_conv_algorithms sets on a Conv that runs as Winograd F(4x4, 3x3).
 inline constexpr const char* kWinogradAttr = "tessera.winograd";
-/// Fewest output tiles for which Winograd pays: below, reading the transformed weights (4x the
-/// direct ones) costs more than the multiplies it saves. Measured in ResNet-18 on a Zen 3 (AVX2,
-/// 2 threads): the 14x14x256 layers (16 tiles) took 3.2 ms as Winograd against 2.2 direct, their
-/// product alone 0.93 ms with warm caches but 2.9 ms in the model; the 28x28 layers (49 tiles)
-/// 1.7 against 2.2.
-inline constexpr int64_t kWinogradMinTiles = 49;
+/// Fewest output tiles for which Winograd pays on this machine's ISA: below, reading the
+/// transformed weights (4x the direct ones, from memory in a model) costs more than the multiplies
+/// it saves. 49 with AVX-512, whose direct kernel runs about twice AVX2's; 16 with AVX2
+/// (choose_conv_algorithms.cpp has the measurements).
+int64_t winograd_min_tiles();
 /// A blocked 3x3 stride-1 Conv with pads of 1, no groups or dilation, input channels in whole
-/// blocks and at least kWinogradMinTiles 4x4 output tiles.
+/// blocks and at least winograd_min_tiles() 4x4 output tiles.
 bool winograd_applies(const Graph& g, const Node& n);
 /// Algorithm choice after choose_layouts: every Conv winograd_applies to runs as Winograd
 /// F(4x4, 3x3) (2.25 multiplies per output for the direct kernel's 9). Returns how many.

@@ -166,6 +166,34 @@ TEST(GraphExecutor, WinogradConvolutionsMatchTheReference) {
   }
 }
 
+// A strided 1x1 convolution over blocks narrower than a cache line reads its rows and columns
+// out first and runs at stride 1. 24 channels take blocks of 8 on every ISA; odd sizes check
+// the last row and column.
+TEST(GraphExecutor, StridedPointwiseConvolutionsSubsampleNarrowBlocksFirst) {
+  for (int64_t size : {14, 15}) {
+    GraphBuilder b(23);
+    std::string x = b.input({1, 24, size, size});
+    std::string h = b.node("Relu", {b.batch_norm(b.conv(x, 24, 24, 3, 1, 1), 24)});
+    std::string down = b.batch_norm(b.conv(h, 24, 48, 1, 2, 0, 1, false), 48);
+    std::string main = b.batch_norm(b.conv(h, 24, 48, 3, 2, 1, 1, false), 48);
+    Graph g = b.finish(b.node("Relu", {b.node("Add", {main, down})}));
+    graph::Executor ex;
+    EXPECT_LT(executor_error(g, b, &ex), 1e-4) << size;
+    std::vector<std::string> k = workloads(ex);
+    const int64_t half = (size - 1) / 2 + 1;
+    EXPECT_EQ(count_prefix(k, fmt::format("graph:subsample_blocked([1, 3, {0}, {0}, 8], [1, 3, "
+                                          "{1}, {1}, 8])",
+                                          size, half)),
+              1)
+        << fmt::format("{}", fmt::join(k, "\n"));
+    EXPECT_EQ(count_prefix(
+                  k, fmt::format("conv2d_nchwc:N=1,C=24,H={0},W={0},O=48,K=1,S=1,P=0,CB=8", half)),
+              1)
+        << size;
+    EXPECT_EQ(count_prefix(k, "conv2d_nchwc:N=1,C=24,H=14,W=14,O=48,K=1,S=2"), 0) << size;
+  }
+}
+
 // Values whose lifetimes do not overlap share memory, and what one run leaves there (the
 // Winograd path's padded tiles, a residual's old sum) never reaches the next run's outputs.
 TEST(GraphExecutor, ASecondRunOverValuesSharingMemorySeesNothingOfTheFirst) {
