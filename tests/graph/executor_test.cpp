@@ -272,6 +272,24 @@ TEST(GraphExecutor, LargeDenseWeightsHintTheNextPanelInTheModel) {
   EXPECT_EQ(hinted_small, 0);
 }
 
+// A batched product with a megabyte or more of right operand (Winograd's transformed weights)
+// hints the next column panel across the current one; a small one does not.
+TEST(GraphExecutor, LargeBatchedProductsHintTheNextPanelInTheModel) {
+  GraphBuilder b(37);
+  std::string x = b.input({16, 6, 128});
+  std::string h = b.node("MatMul", {x, b.random({16, 128, 128})});
+  h = b.node("MatMul", {h, b.random({16, 128, 8})});
+  Graph g = b.finish(h);
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-4);
+  std::map<std::string, std::string> in_model;
+  for (const graph::KernelInfo& k : ex.kernels()) in_model[k.workload] = k.in_model;
+  ASSERT_EQ(in_model.count("batch_matmul:B=16,M=6,N=128,K=128"), 1u);
+  EXPECT_EQ(in_model["batch_matmul:B=16,M=6,N=128,K=128"], "prefetch_next(B, j.outer, k.outer)");
+  ASSERT_EQ(in_model.count("batch_matmul:B=16,M=6,N=8,K=128"), 1u);
+  EXPECT_EQ(in_model["batch_matmul:B=16,M=6,N=8,K=128"], "");
+}
+
 // A strategy given for a workload (the compile command's in-model choice among re-timed
 // candidates) is what its kernel runs, and the model still matches the reference.
 TEST(GraphExecutor, GivenStrategiesReplaceTheConfigurationAndStayCorrect) {
