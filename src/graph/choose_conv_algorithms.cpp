@@ -9,12 +9,13 @@
 namespace tessera::graph {
 
 int64_t winograd_min_tiles() {
-  // The 14x14 layers of 256 channels (16 tiles) in ResNet-18 ran 4.75 ms direct against 3.7 as
+  // AVX2: ResNet-18's 14x14 layers of 256 channels (16 tiles) ran 4.75 ms direct against 3.7 as
   // Winograd, whose product took 1.0 ms a layer in the model (0.46 alone: its 9.4 MB of weights
-  // come from memory), and ResNet-50 went from 52.9 to 51.2 ms (AMD EPYC, Zen 2, AVX2, 2
-  // threads). An earlier Zen 3 measurement found the opposite there (2.2 ms direct against 3.2),
-  // so this is the AVX2 rule Zen 2 supports. With AVX-512 the direct kernel runs about twice as
-  // fast and the 7x7 tiles of the 28x28 layers are where Winograd starts to pay.
+  // come from memory), and ResNet-50 went from 52.9 to 51.2 ms (AMD EPYC, Zen 2, 2 threads);
+  // with the next panel of weights hinted (choose_schedule.cpp) the product is faster still. The
+  // floor of 49 came from a Zen 3 on 2026-12-02 (3.2 ms against 2.2), when the product ran
+  // 2.9 ms in the model with nothing hinted. AVX-512's direct kernel runs about twice as fast, and
+  // the 7x7 tiles of the 28x28 layers are where Winograd starts to pay there.
   return target_isa().vector_registers < 32 ? 16 : 49;
 }
 
@@ -28,7 +29,16 @@ bool winograd_applies(const Graph& g, const Node& n) {
   // tiles the product is bound by reading them (ResNet-18's 7x7x512 layers: 4 tiles, 37.7 MB of
   // weights for 0.23 GFLOP of Winograd work).
   auto [th, tw] = winograd_tiles(w.oh, w.ow);
-  return th * tw >= winograd_min_tiles();
+  if (th * tw < winograd_min_tiles()) return false;
+  if (target_isa().vector_registers >= 32) return true;
+  // AVX2, where the direct kernel and Winograd run closer: a short reduction leaves the product
+  // writing more than it multiplies, and the transforms' work grows with the tiles' padding.
+  // SqueezeNet's 55x55 layers (16 input channels) ran 0.55 ms a layer as Winograd against 0.37
+  // direct, its 27x27 ones (32) 0.37 against 0.35, its 13x13 ones with 64 (their 16 tiles two
+  // thirds output) 0.36 against 0.31; DenseNet-121's layers of 128 input channels 2.0-4.1 against
+  // 2.5-8.1 (six to 24 layers each size), ResNet's of 64 and more won as above (Zen 2, 2 threads).
+  const int64_t covered = w.oh * w.ow, computed = th * tw * kWinogradTile * kWinogradTile;
+  return w.c >= 64 && 4 * covered >= 3 * computed;
 }
 
 int choose_conv_algorithms(Graph& g) {

@@ -76,7 +76,8 @@ inline constexpr const char* kWinogradAttr = "tessera.winograd";
 /// (choose_conv_algorithms.cpp has the measurements).
 int64_t winograd_min_tiles();
 /// A blocked 3x3 stride-1 Conv with pads of 1, no groups or dilation, input channels in whole
-/// blocks and at least winograd_min_tiles() 4x4 output tiles.
+/// blocks and at least winograd_min_tiles() 4x4 output tiles; on AVX2 also at least 64 input
+/// channels and tiles at least three quarters covered by the output.
 bool winograd_applies(const Graph& g, const Node& n);
 /// Algorithm choice after choose_layouts: every Conv winograd_applies to runs as Winograd
 /// F(4x4, 3x3) (2.25 multiplies per output for the direct kernel's 9). Returns how many.

@@ -144,10 +144,10 @@ TEST(GraphExecutor, BlockedLayoutKeepsConvolutionChainsInChannelBlocks) {
 TEST(GraphExecutor, WinogradConvolutionsMatchTheReference) {
   for (int64_t size : {28, 30}) {
     GraphBuilder b(19);
-    std::string x = b.input({1, 16, size, size});
-    std::string h = b.node("Clip", {b.batch_norm(b.conv(x, 16, 16, 3, 1, 1), 16)},
+    std::string x = b.input({1, 64, size, size});
+    std::string h = b.node("Clip", {b.batch_norm(b.conv(x, 64, 64, 3, 1, 1), 64)},
                            {{"min", 0.0}, {"max", 6.0}});
-    std::string r = b.batch_norm(b.conv(h, 16, 16, 3, 1, 1, 1, false), 16);
+    std::string r = b.batch_norm(b.conv(h, 64, 64, 3, 1, 1, 1, false), 64);
     Graph g = b.finish(b.node("Relu", {b.node("Add", {r, h})}));
     graph::Executor ex;
     EXPECT_LT(executor_error(g, b, &ex), 1e-4) << size;
@@ -155,7 +155,7 @@ TEST(GraphExecutor, WinogradConvolutionsMatchTheReference) {
     EXPECT_EQ(count_prefix(k, "conv2d_nchwc:"), 0) << size;
     EXPECT_EQ(count_prefix(k, "graph:winograd_input"), 1) << size;
     const int64_t rows = size == 28 ? 54 : 66;  // 49 and 64 tiles, in multiples of 6
-    EXPECT_EQ(count_prefix(k, fmt::format("batch_matmul:B=36,M={},N=16,K=16", rows)), 1) << size;
+    EXPECT_EQ(count_prefix(k, fmt::format("batch_matmul:B=36,M={},N=64,K=64", rows)), 1) << size;
     EXPECT_EQ(count_prefix(k, "graph:winograd_crop"), size == 28 ? 0 : 2) << size;
 
     graph::Executor direct;

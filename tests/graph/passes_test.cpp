@@ -438,17 +438,17 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
 
 }  // namespace
 // choose_conv_algorithms picks Winograd only for blocked 3x3 stride-1 convolutions with pads of
-// 1 and at least winograd_min_tiles() output tiles.
+// 1 and at least winograd_min_tiles() output tiles (on AVX2 also 64 input channels or more).
 TEST(GraphPasses, WinogradIsChosenForLarge3x3StrideOneConvolutionsOnly) {
   GraphBuilder b(12);
-  std::string x = b.input({1, 16, 28, 28});
-  std::string big = b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)});        // 7x7 tiles: yes
-  std::string strided = b.node("Relu", {b.conv(big, 16, 16, 3, 2, 1)});  // stride 2: no
-  std::string depthwise = b.conv(strided, 16, 16, 3, 1, 1, 16);          // groups: no
-  std::string mid = b.conv(depthwise, 16, 16, 3, 1, 1);                  // 4x4 tiles: AVX2
-  std::string small = b.node("Relu", {b.conv(mid, 16, 16, 3, 2, 1)});    // 7x7 -> stride 2: no
-  std::string tiny = b.conv(small, 16, 16, 3, 1, 1);                     // 2x2 tiles: no
-  std::string pointwise = b.conv(tiny, 16, 16, 1, 1, 0);                 // 1x1: no
+  std::string x = b.input({1, 64, 28, 28});
+  std::string big = b.node("Relu", {b.conv(x, 64, 64, 3, 1, 1)});        // 7x7 tiles: yes
+  std::string strided = b.node("Relu", {b.conv(big, 64, 64, 3, 2, 1)});  // stride 2: no
+  std::string depthwise = b.conv(strided, 64, 64, 3, 1, 1, 64);          // groups: no
+  std::string mid = b.conv(depthwise, 64, 64, 3, 1, 1);                  // 4x4 tiles: AVX2
+  std::string small = b.node("Relu", {b.conv(mid, 64, 64, 3, 2, 1)});    // 7x7 -> stride 2: no
+  std::string tiny = b.conv(small, 64, 64, 3, 1, 1);                     // 2x2 tiles: no
+  std::string pointwise = b.conv(tiny, 64, 64, 1, 1, 0);                 // 1x1: no
   Graph g = b.finish(pointwise);
   std::vector<graph::PassLog> log = graph::run_default_passes(g);
   ASSERT_EQ(log.back().pass, "choose_conv_algorithms");
@@ -466,6 +466,12 @@ TEST(GraphPasses, WinogradIsChosenForLarge3x3StrideOneConvolutionsOnly) {
   log = graph::run_default_passes(off, {.winograd = false});
   EXPECT_EQ(log.back().pass, "choose_layouts");
   for (const graph::Node& n : off.nodes) EXPECT_EQ(n.attr_int(graph::kWinogradAttr, 0), 0);
+  // 16 input channels: a reduction too short for the product to pay on AVX2.
+  GraphBuilder few(13);
+  Graph narrow = few.finish(few.conv(few.input({1, 16, 28, 28}), 16, 16, 3, 1, 1));
+  graph::run_default_passes(narrow);
+  const bool avx512 = target_isa().vector_registers >= 32;
+  EXPECT_EQ(narrow.nodes.front().attr_int(graph::kWinogradAttr, 0), avx512 ? 1 : 0);
 }
 
 }  // namespace tessera
