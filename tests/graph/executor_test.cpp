@@ -166,6 +166,27 @@ TEST(GraphExecutor, WinogradConvolutionsMatchTheReference) {
   }
 }
 
+// Squeeze-excite as torchvision exports it, `scale * x`: the blocked operand second and the
+// scale NCHW (its convolution's 20 channels fill no block). The product stays in blocks: the
+// only conversion out of them is the model's output.
+TEST(GraphExecutor, ABlockedOperandSecondKeepsTheProductInBlocks) {
+  GraphBuilder b(41);
+  std::string x = b.input({1, 16, 8, 8});
+  std::string h = b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)});
+  std::string s = b.node("Relu", {b.conv(b.node("GlobalAveragePool", {h}), 16, 20, 1, 1, 0)});
+  s = b.node("Sigmoid", {b.conv(s, 20, 16, 1, 1, 0)});
+  std::string y = b.conv(b.node("Mul", {s, h}), 16, 16, 1, 1, 0);
+  Graph g = b.finish(y);
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-4);
+  int full_size_conversions = 0;
+  for (const graph::KernelInfo& k : ex.kernels())
+    if (k.workload.starts_with("graph:from_blocked(") &&
+        k.workload.find(", 8, 8, ") != std::string::npos)
+      full_size_conversions += k.uses;
+  EXPECT_EQ(full_size_conversions, 1) << fmt::format("{}", fmt::join(workloads(ex), "\n"));
+}
+
 // A strided 1x1 convolution over blocks narrower than a cache line reads its rows and columns
 // out first and runs at stride 1. 24 channels take blocks of 8 on every ISA; odd sizes check
 // the last row and column.
