@@ -187,6 +187,23 @@ TEST(GraphExecutor, ABlockedOperandSecondKeepsTheProductInBlocks) {
   EXPECT_EQ(full_size_conversions, 1) << fmt::format("{}", fmt::join(workloads(ex), "\n"));
 }
 
+// On AVX2 a 1x1 stride-1 convolution with at least as many tiles of two channel blocks as rows
+// runs as one row of H*W positions (the same memory); one with fewer keeps its rows.
+TEST(GraphExecutor, PointwiseConvolutionsRunAsOneRowOnAvx2) {
+  GraphBuilder b(43);
+  std::string x = b.input({1, 24, 4, 4});
+  std::string wide = b.node("Relu", {b.conv(x, 24, 72, 1, 1, 0)});  // 72 / 16 = 4 tiles, 4 rows
+  std::string narrow = b.conv(wide, 72, 24, 1, 1, 0);               // 1 tile, 4 rows
+  graph::Executor ex;
+  EXPECT_LT(executor_error(b.finish(narrow), b, &ex), 1e-4);
+  const bool avx2 = target_isa().vector_registers < 32;
+  std::vector<std::string> k = workloads(ex);
+  EXPECT_EQ(count_prefix(k, "conv2d_nchwc:N=1,C=24,H=1,W=16,O=72,K=1,S=1,P=0,CB=8"), avx2 ? 1 : 0)
+      << fmt::format("{}", fmt::join(k, "\n"));
+  EXPECT_EQ(count_prefix(k, "conv2d_nchwc:N=1,C=24,H=4,W=4,O=72,K=1,S=1,P=0,CB=8"), avx2 ? 0 : 1);
+  EXPECT_EQ(count_prefix(k, "conv2d_nchwc:N=1,C=72,H=4,W=4,O=24,K=1,S=1,P=0,CB=8"), 1);
+}
+
 // A strided 1x1 convolution over blocks narrower than a cache line reads its rows and columns
 // out first and runs at stride 1. 24 channels take blocks of 8 on every ISA; odd sizes check
 // the last row and column.
