@@ -71,10 +71,55 @@ void replace_constant(Graph& g, Node& n, size_t input, HostTensor t, const std::
   n.inputs[input] = name;
 }
 
-}  // namespace
+// A convolution of more than 8 but not whole vectors of output channels read by no convolution
+// (the DCGAN generator's last layer: 12 phase channels of 3 colours, read by DepthToSpace) runs
+// unblocked, vectorized over those few channels: 25 GFLOP/s there. Padded to whole vectors it
+// runs blocked, and a Slice keeps the real channels under the old name (0.27 -> 0.08 ms, AMD
+// EPYC, AVX2; DCGAN 2.36 -> 1.98 ms). Only where there are positions enough to pay for the crop.
+int pad_and_crop_outputs(Graph& g, int64_t lanes) {
+  int changed = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!plain_conv(g, g.nodes[i]) || !residuals(g, g.nodes[i]).empty()) continue;
+    const std::vector<int64_t> out = g.shape(g.nodes[i].outputs[0]);
+    const std::vector<int64_t>& in = g.shape(g.nodes[i].inputs[0]);
+    const int64_t channels = out[1], to = round_up(channels, lanes);
+    if (channels <= 8 || channels == to || out[2] * out[3] < 64) continue;
+    if (in[1] % lanes != 0 && in[1] > lanes) continue;  // unblocked either way
+    bool read_by_conv = false;
+    for (size_t r : g.consumers(g.nodes[i].outputs[0])) read_by_conv |= g.nodes[r].op == "Conv";
+    if (read_by_conv) continue;
+    Node& n = g.nodes[i];
+    replace_constant(g, n, 1, padded(g.constants.at(n.inputs[1]), 0, to), ".weight_padded");
+    if (n.inputs.size() > 2 && !n.inputs[2].empty())
+      replace_constant(g, n, 2, padded(g.constants.at(n.inputs[2]), 0, to), ".bias_padded");
+    for (size_t k = 0; k < n.epilogue.size(); ++k) {
+      const Epilogue& e = n.epilogue[k];
+      if (e.kind != Epilogue::Kind::kAdd) continue;
+      const size_t input = static_cast<size_t>(e.input);
+      const std::string& v = n.inputs[input];
+      if (!g.is_constant(v) || num_elements(g.shape(v)) == 1) continue;
+      HostTensor t = g.constants.at(v);
+      t.shape = {1, channels, 1, 1};
+      replace_constant(g, n, input, padded(t, 1, to), ".add" + std::to_string(k) + "_padded");
+    }
+    const std::string cropped = n.outputs[0];
+    n.outputs[0] = cropped + ".padded";
+    g.shapes[n.outputs[0]] = {out[0], to, out[2], out[3]};
+    Node crop;
+    crop.name = n.name + ".crop";
+    crop.op = "Slice";
+    crop.inputs = {n.outputs[0]};
+    crop.outputs = {cropped};
+    crop.attrs["starts"] = std::vector<int64_t>{0};
+    crop.attrs["ends"] = std::vector<int64_t>{channels};
+    crop.attrs["axes"] = std::vector<int64_t>{1};
+    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(crop));
+    ++changed;
+  }
+  return changed;
+}
 
-int pad_channels(Graph& g, int64_t lanes) {
-  if (lanes <= 8) return 0;
+int pad_through_convolutions(Graph& g, int64_t lanes) {
   // Candidates: values of ragged channel counts made by plain convs.
   std::set<std::string> padded_values;
   for (const Node& n : g.nodes) {
@@ -173,6 +218,14 @@ int pad_channels(Graph& g, int64_t lanes) {
     ++changed;
   }
   return changed;
+}
+
+}  // namespace
+
+int pad_channels(Graph& g, int64_t lanes) {
+  // Each on the ISA it was measured on: through convolutions where blocks of 16 are at stake,
+  // crops on AVX2.
+  return lanes > 8 ? pad_through_convolutions(g, lanes) : pad_and_crop_outputs(g, lanes);
 }
 
 }  // namespace tessera::graph

@@ -45,7 +45,10 @@ int fuse_epilogues(Graph& g);
 /// padded too) or by GlobalAveragePool, get zero channels up to the next multiple: zero output
 /// channels on their producers (weights, bias, per-channel adds), zero input channels on their
 /// readers, and a Slice after each pool back to the real channels. The graph's outputs are
-/// unchanged; the point is one vector-wide channel block for the whole graph. Returns how many
+/// unchanged; the point is one vector-wide channel block for the whole graph. With `lanes` of 8
+/// (AVX2) instead: a Conv of more than 8 output channels in no whole vectors, read by no Conv,
+/// with 64 positions or more, computes the next multiple and a Slice after it keeps the real
+/// channels (the DCGAN generator's 12 phase channels), so that it runs blocked. Returns how many
 /// Convs changed and Slices were added.
 int pad_channels(Graph& g, int64_t lanes);
 /// Nodes none of whose outputs reach a graph output, and constants nothing reads, are removed.

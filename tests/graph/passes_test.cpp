@@ -434,6 +434,28 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
   EXPECT_EQ(graph::pad_channels(leaving, 16), 2) << "z, read by a conv only, still pads";
   EXPECT_EQ(g.shape(g.outputs[0])[1], 16);
   EXPECT_EQ(leaving.shape(leaving.outputs[0])[1], 24);
+
+  // With vectors of 8 (AVX2), a convolution to 12 channels that no convolution reads (the DCGAN
+  // generator's last phases, read by DepthToSpace) computes 16 and a Slice keeps 12 under the
+  // old name, where it has 64 positions or more.
+  GraphBuilder b3(15);
+  std::string twelve = b3.conv(b3.input({1, 16, 8, 8}), 16, 12, 3, 1, 1);
+  Graph phases = b3.finish(b3.node("Tanh", {twelve}));
+  graph::run_default_passes(phases, {.blocked_layout = false});
+  HostTensor x3 = b3.random_tensor({1, 16, 8, 8});
+  HostTensor uncropped = run(phases, x3);
+  Graph wide_vectors = phases;
+  EXPECT_EQ(graph::pad_channels(wide_vectors, 16), 0);
+  EXPECT_EQ(graph::pad_channels(phases, 8), 1) << graph::print_graph(phases);
+  EXPECT_EQ(count_op(phases, "Slice"), 1);
+  EXPECT_EQ(phases.shape(twelve)[1], 12);
+  EXPECT_EQ(phases.shape(phases.nodes.front().outputs[0])[1], 16);
+  EXPECT_LT(testing::max_relative_error(run(phases, x3), uncropped), 1e-12);
+  GraphBuilder b4(16);
+  Graph few_positions =
+      b4.finish(b4.node("Tanh", {b4.conv(b4.input({1, 16, 7, 7}), 16, 12, 3, 1, 1)}));
+  graph::run_default_passes(few_positions, {.blocked_layout = false});
+  EXPECT_EQ(graph::pad_channels(few_positions, 8), 0) << "49 positions";
 }
 
 }  // namespace
