@@ -75,7 +75,7 @@ void replace_constant(Graph& g, Node& n, size_t input, HostTensor t, const std::
 // (the DCGAN generator's last layer: 12 phase channels of 3 colours, read by DepthToSpace) runs
 // unblocked, vectorized over those few channels: 25 GFLOP/s there. Padded to whole vectors it
 // runs blocked, and a Slice keeps the real channels under the old name (0.27 -> 0.08 ms, AMD
-// EPYC, AVX2; DCGAN 2.36 -> 1.98 ms). Only where there are positions enough to pay for the crop.
+// EPYC, AVX2). Only where there are positions enough to pay for the crop.
 int pad_and_crop_outputs(Graph& g, int64_t lanes) {
   int changed = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
