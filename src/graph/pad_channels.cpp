@@ -71,6 +71,25 @@ void replace_constant(Graph& g, Node& n, size_t input, HostTensor t, const std::
   n.inputs[input] = name;
 }
 
+// Zero output channels appended up to `to` to a Conv's `weights` (as given: padded along the
+// input already where that pads too), bias and per-channel constant adds.
+void pad_conv_outputs(Graph& g, Node& n, HostTensor weights, int64_t to) {
+  const int64_t channels = weights.shape[0];
+  replace_constant(g, n, 1, padded(weights, 0, to), ".weight_padded");
+  if (n.inputs.size() > 2 && !n.inputs[2].empty())
+    replace_constant(g, n, 2, padded(g.constants.at(n.inputs[2]), 0, to), ".bias_padded");
+  for (size_t k = 0; k < n.epilogue.size(); ++k) {
+    const Epilogue& e = n.epilogue[k];
+    if (e.kind != Epilogue::Kind::kAdd) continue;
+    const size_t input = static_cast<size_t>(e.input);
+    const std::string& v = n.inputs[input];
+    if (!g.is_constant(v) || !is_per_channel(g.shape(v), channels)) continue;
+    HostTensor t = g.constants.at(v);
+    t.shape = {1, channels, 1, 1};
+    replace_constant(g, n, input, padded(t, 1, to), ".add" + std::to_string(k) + "_padded");
+  }
+}
+
 // A convolution of more than 8 but not whole vectors of output channels read by no convolution
 // (the DCGAN generator's last layer: 12 phase channels of 3 colours, read by DepthToSpace) runs
 // unblocked, vectorized over those few channels: 25 GFLOP/s there. Padded to whole vectors it
@@ -89,19 +108,7 @@ int pad_and_crop_outputs(Graph& g, int64_t lanes) {
     for (size_t r : g.consumers(g.nodes[i].outputs[0])) read_by_conv |= g.nodes[r].op == "Conv";
     if (read_by_conv) continue;
     Node& n = g.nodes[i];
-    replace_constant(g, n, 1, padded(g.constants.at(n.inputs[1]), 0, to), ".weight_padded");
-    if (n.inputs.size() > 2 && !n.inputs[2].empty())
-      replace_constant(g, n, 2, padded(g.constants.at(n.inputs[2]), 0, to), ".bias_padded");
-    for (size_t k = 0; k < n.epilogue.size(); ++k) {
-      const Epilogue& e = n.epilogue[k];
-      if (e.kind != Epilogue::Kind::kAdd) continue;
-      const size_t input = static_cast<size_t>(e.input);
-      const std::string& v = n.inputs[input];
-      if (!g.is_constant(v) || num_elements(g.shape(v)) == 1) continue;
-      HostTensor t = g.constants.at(v);
-      t.shape = {1, channels, 1, 1};
-      replace_constant(g, n, input, padded(t, 1, to), ".add" + std::to_string(k) + "_padded");
-    }
+    pad_conv_outputs(g, n, g.constants.at(n.inputs[1]), to);
     const std::string cropped = n.outputs[0];
     n.outputs[0] = cropped + ".padded";
     g.shapes[n.outputs[0]] = {out[0], to, out[2], out[3]};
@@ -178,20 +185,8 @@ int pad_through_convolutions(Graph& g, int64_t lanes) {
       replace_constant(g, n, 1, std::move(w), ".weight_padded");
       continue;
     }
-    const int64_t channels = w.shape[0], to = round_up(channels, lanes);
-    replace_constant(g, n, 1, padded(w, 0, to), ".weight_padded");
-    if (n.inputs.size() > 2 && !n.inputs[2].empty())
-      replace_constant(g, n, 2, padded(g.constants.at(n.inputs[2]), 0, to), ".bias_padded");
-    for (size_t k = 0; k < n.epilogue.size(); ++k) {
-      const Epilogue& e = n.epilogue[k];
-      if (e.kind != Epilogue::Kind::kAdd) continue;
-      const size_t input = static_cast<size_t>(e.input);
-      const std::string& v = n.inputs[input];
-      if (!g.is_constant(v) || !is_per_channel(g.shape(v), channels)) continue;
-      HostTensor t = g.constants.at(v);
-      t.shape = {1, channels, 1, 1};
-      replace_constant(g, n, input, padded(t, 1, to), ".add" + std::to_string(k) + "_padded");
-    }
+    const int64_t to = round_up(w.shape[0], lanes);
+    pad_conv_outputs(g, n, std::move(w), to);
   }
   for (const std::string& v : padded_values) {
     std::vector<int64_t>& s = g.shapes.at(v);
