@@ -90,6 +90,25 @@ void pad_conv_outputs(Graph& g, Node& n, HostTensor weights, int64_t to) {
   }
 }
 
+// Node i writes `padded_shape` (more channels) under a new name, and a Slice after it keeps the
+// real channels under the old one, for its readers.
+void crop_after(Graph& g, size_t i, std::vector<int64_t> padded_shape) {
+  Node& n = g.nodes[i];
+  const std::string cropped = n.outputs[0];
+  const int64_t channels = g.shape(cropped)[1];
+  n.outputs[0] = cropped + ".padded";
+  g.shapes[n.outputs[0]] = std::move(padded_shape);
+  Node crop;
+  crop.name = n.name + ".crop";
+  crop.op = "Slice";
+  crop.inputs = {n.outputs[0]};
+  crop.outputs = {cropped};
+  crop.attrs["starts"] = std::vector<int64_t>{0};
+  crop.attrs["ends"] = std::vector<int64_t>{channels};
+  crop.attrs["axes"] = std::vector<int64_t>{1};
+  g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(crop));
+}
+
 // A convolution of more than 8 but not whole vectors of output channels read by no convolution
 // (the DCGAN generator's last layer: 12 phase channels of 3 colours, read by DepthToSpace) runs
 // unblocked, vectorized over those few channels: 25 GFLOP/s there. Padded to whole vectors it
@@ -109,18 +128,7 @@ int pad_and_crop_outputs(Graph& g, int64_t lanes) {
     if (read_by_conv) continue;
     Node& n = g.nodes[i];
     pad_conv_outputs(g, n, g.constants.at(n.inputs[1]), to);
-    const std::string cropped = n.outputs[0];
-    n.outputs[0] = cropped + ".padded";
-    g.shapes[n.outputs[0]] = {out[0], to, out[2], out[3]};
-    Node crop;
-    crop.name = n.name + ".crop";
-    crop.op = "Slice";
-    crop.inputs = {n.outputs[0]};
-    crop.outputs = {cropped};
-    crop.attrs["starts"] = std::vector<int64_t>{0};
-    crop.attrs["ends"] = std::vector<int64_t>{channels};
-    crop.attrs["axes"] = std::vector<int64_t>{1};
-    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(crop));
+    crop_after(g, i, {out[0], to, out[2], out[3]});
     ++changed;
   }
   return changed;
@@ -197,19 +205,8 @@ int pad_through_convolutions(Graph& g, int64_t lanes) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& pool = g.nodes[i];
     if (pool.op != "GlobalAveragePool" || !padded_values.count(pool.inputs[0])) continue;
-    const std::string cropped = pool.outputs[0];
-    const std::vector<int64_t> shape = g.shape(cropped);
-    pool.outputs[0] = cropped + ".padded";
-    g.shapes[pool.outputs[0]] = {shape[0], g.shape(pool.inputs[0])[1], 1, 1};
-    Node crop;
-    crop.name = pool.name + ".crop";
-    crop.op = "Slice";
-    crop.inputs = {pool.outputs[0]};
-    crop.outputs = {cropped};
-    crop.attrs["starts"] = std::vector<int64_t>{0};
-    crop.attrs["ends"] = std::vector<int64_t>{shape[1]};
-    crop.attrs["axes"] = std::vector<int64_t>{1};
-    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(crop));
+    const std::vector<int64_t>& shape = g.shape(pool.outputs[0]);
+    crop_after(g, i, {shape[0], g.shape(pool.inputs[0])[1], 1, 1});
     ++changed;
   }
   return changed;
