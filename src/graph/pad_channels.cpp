@@ -40,9 +40,9 @@ bool plain_conv(const Graph& g, const Node& n) {
 std::vector<std::string> residuals(const Graph& g, const Node& n) {
   std::vector<std::string> out;
   for (const Epilogue& e : n.epilogue) {
+    if (e.kind != Epilogue::Kind::kAdd) continue;  // an activation reads no input (input -1)
     const std::string& v = n.inputs[static_cast<size_t>(e.input)];
-    if (e.kind == Epilogue::Kind::kAdd && !g.is_constant(v) && g.shape(v) == g.shape(n.outputs[0]))
-      out.push_back(v);
+    if (!g.is_constant(v) && g.shape(v) == g.shape(n.outputs[0])) out.push_back(v);
   }
   return out;
 }
