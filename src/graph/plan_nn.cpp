@@ -286,9 +286,10 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   // outgrows L2. Its rows and columns are copied out first and the convolution runs at stride 1:
   // ResNet-50's 1x1 stride-2 layers ran 143 -> 172, 156 -> 180 and 139 -> 180 GFLOP/s so (AMD
   // EPYC, AVX2, blocks of 8, 2 threads). A block of 16 fills the line and keeps the direct read.
+  // (choose_layouts blocks square symmetric windows only: one K, one stride, one pad.)
+  const bool pointwise = !depthwise && w.kh == 1 && w.pt == 0 && ib == block;
   constexpr int64_t kCacheLineFloats = 16;
-  if (!depthwise && w.kh == 1 && w.kw == 1 && w.sh > 1 && w.sh == w.sw && w.pt == 0 && w.pl == 0 &&
-      ib == block && block < kCacheLineFloats) {
+  if (pointwise && w.sh > 1 && block < kCacheLineFloats) {
     TeKernel subsample =
         subsample_blocked_kernel(blocked_shape(g_.shape(n.inputs[0]), block), w.sh);
     size_t dense = new_array(subsample.args.back()->shape);
@@ -307,8 +308,7 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   // rows, MobileNet-v2's narrow layers shared one row between the threads, and the depthwise
   // layer after read what the other thread wrote (5.5 -> 7.0 ms). AVX-512 keeps rows: its 2 x 14
   // tiles fit a 14-wide row.
-  if (!depthwise && w.kh == 1 && w.kw == 1 && w.sh == 1 && w.sw == 1 && w.pt == 0 && w.pl == 0 &&
-      w.pb == 0 && w.pr == 0 && ib == block && target_isa().vector_registers < 32 &&
+  if (pointwise && w.sh == 1 && target_isa().vector_registers < 32 &&
       w.out_channels / (2 * block) >= w.oh) {
     w.w = w.ow = w.h * w.w;
     w.h = w.oh = 1;
