@@ -21,7 +21,7 @@ constexpr double kNarrowShare = 0.05;
 
 // The conv kernel's own epilogue (ops/nn.h blocked_epilogue): constant per-channel adds (folded
 // into the bias) and full-shape residuals before at most one activation (Relu, Clip(0, 6),
-// HardSwish, SiLU), and nothing after.
+// HardSwish, SiLU, GELU, Tanh), and nothing after.
 bool kernel_epilogue(const Graph& g, const Node& n, int64_t channels) {
   const std::vector<int64_t>& out = g.shape(n.outputs[0]);
   int residuals = 0;

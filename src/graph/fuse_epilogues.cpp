@@ -30,9 +30,10 @@ bool absorb(Graph& g, Node& producer, const Node& next) {
     producer.epilogue.push_back({Epilogue::Kind::kRelu, -1, 0, 0});
     return true;
   }
-  if (next.op == "HardSwish") {
+  if (next.op == "HardSwish" || next.op == "Tanh") {
     if (activated(producer)) return false;
-    producer.epilogue.push_back({Epilogue::Kind::kHardSwish, -1, 0, 0});
+    producer.epilogue.push_back(
+        {next.op == "Tanh" ? Epilogue::Kind::kTanh : Epilogue::Kind::kHardSwish, -1, 0, 0});
     return true;
   }
   // The tanh approximation is a different function; only the exact form is fused.

@@ -80,6 +80,9 @@ std::string Node::label() const {
       case Epilogue::Kind::kGelu:
         s += "+Gelu";
         break;
+      case Epilogue::Kind::kTanh:
+        s += "+Tanh";
+        break;
     }
   }
   return s;
@@ -95,6 +98,8 @@ Activation fused_activation(Epilogue::Kind kind) {
       return Activation::kSilu;
     case Epilogue::Kind::kGelu:
       return Activation::kGelu;
+    case Epilogue::Kind::kTanh:
+      return Activation::kTanh;
     default:
       throw_internal("epilogue kind {} is no activation of its own", static_cast<int>(kind));
   }

@@ -36,13 +36,13 @@ using AttrValue =
 struct Epilogue {
   // kHardSwish: x clamp(x / 6 + 1/2, 0, 1); kSilu: x sigmoid(x), ONNX's Mul(x, Sigmoid(x));
   // kGelu: x/2 (1 + erf(x / sqrt 2)), ONNX's Gelu or the Erf chain exporters write for it.
-  enum class Kind { kAdd, kRelu, kClip, kHardSwish, kSilu, kGelu };
+  enum class Kind { kAdd, kRelu, kClip, kHardSwish, kSilu, kGelu, kTanh };
   Kind kind = Kind::kRelu;
   int input = -1;         // kAdd: the node input added (broadcast to the result's shape)
   double lo = 0, hi = 0;  // kClip
 };
 
-/// The kernels' activation for an epilogue's kRelu, kHardSwish, kSilu or kGelu.
+/// The kernels' activation for an epilogue's kRelu, kHardSwish, kSilu, kGelu or kTanh.
 Activation fused_activation(Epilogue::Kind kind);
 
 struct Node {

@@ -36,9 +36,9 @@ std::optional<BatchNormAffine> constant_batch_norm(const Graph& g, const Node& b
 /// parameters becomes x * s + (beta - mean * s): a Mul and an Add of per-channel constants.
 int fold_batch_norm(Graph& g);
 /// Elementwise consumers of a Conv, Gemm or MatMul output read by nothing else (Relu, Clip with
-/// constant bounds, HardSwish, Add of a tensor that broadcasts to the output, such as a residual
-/// or a bias), and SiLU as Mul(y, Sigmoid(y)), join the producer's epilogue list, repeatedly, so
-/// the chain becomes one fused node.
+/// constant bounds, HardSwish, Tanh, Add of a tensor that broadcasts to the output, such as a
+/// residual or a bias), and SiLU as Mul(y, Sigmoid(y)), join the producer's epilogue list,
+/// repeatedly, so the chain becomes one fused node.
 int fuse_epilogues(Graph& g);
 /// Values whose channel count is not a multiple of `lanes` (above 8), made by group-1 Convs with
 /// constant weights and read only by such Convs (as data, or as a residual of one whose output is
@@ -63,10 +63,10 @@ inline constexpr const char* kBlockAttr = "tessera.block";
 int64_t channel_block(const Graph& g, int64_t lanes);
 /// Layout choice: Convs with constant weights and bias (group 1 with O and C multiples of `block`
 /// or C below it, or depthwise) and whose epilogue their kernel runs (per-channel constant adds,
-/// one residual, then one Relu, Relu6, HardSwish or SiLU) produce blocked values; MaxPool, Relu,
-/// Clip, Add, Mul and every elementwise row of the operator table of a blocked input whose other
-/// operands are blocked-shaped, per-channel constants or (one image) per-channel values stay
-/// blocked, and so does a Concat along the channels of blocked values; GlobalAveragePool reads
+/// one residual, then one Relu, Relu6, HardSwish, SiLU, GELU or Tanh) produce blocked values;
+/// MaxPool, Relu, Clip, Add, Mul and every elementwise row of the operator table of a blocked input
+/// whose other operands are blocked-shaped, per-channel constants or (one image) per-channel values
+/// stay blocked, and so does a Concat along the channels of blocked values; GlobalAveragePool reads
 /// blocks. The executor converts where a blocked value meets a node that reads NCHW, once per
 /// value. Returns how many nodes run blocked.
 int choose_layouts(Graph& g, int64_t block);

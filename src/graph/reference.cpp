@@ -248,7 +248,8 @@ HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const 
         break;
       case Epilogue::Kind::kHardSwish:
       case Epilogue::Kind::kSilu:
-      case Epilogue::Kind::kGelu: {
+      case Epilogue::Kind::kGelu:
+      case Epilogue::Kind::kTanh: {
         const Activation act = fused_activation(e.kind);
         for (double& v : out.data) v = activate(act, v);
         break;

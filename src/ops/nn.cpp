@@ -314,6 +314,9 @@ Expr activate(Activation act, Expr v) {
     case Activation::kGelu:
       return make_float(0.5, t) * v *
              (make_float(1.0, t) + erf_on_vectors(v * make_float(0.70710678118654752440, t)));
+    case Activation::kTanh:
+      // 1 - 2 / (e^2v + 1), as the Tanh row of the operator table: exp runs on whole vectors.
+      return make_float(1.0, t) - make_float(2.0, t) / (exp(v + v) + make_float(1.0, t));
   }
   return v;
 }
@@ -332,6 +335,8 @@ double activate(Activation act, double v) {
       return v / (1 + std::exp(-v));
     case Activation::kGelu:
       return 0.5 * v * (1 + std::erf(v * 0.70710678118654752440));
+    case Activation::kTanh:
+      return std::tanh(v);
   }
   return v;
 }

@@ -58,9 +58,17 @@ Tensor relu(const Tensor& x, const std::string& name = "relu");
 /// What a blocked convolution applies to its result as it writes it: + bias (one value per output
 /// channel, [C/cb][cb], the same memory as [C]), + a residual of the output's shape, then an
 /// activation. The graph layer fuses a model's BatchNormalization shift, skip connection and
-/// Relu/Relu6, HardSwish, SiLU (x sigmoid x) and GELU (x/2 (1 + erf(x/sqrt 2))) here (workload
-/// keys BIAS, RES, ACT).
-enum class Activation { kNone = 0, kRelu = 1, kRelu6 = 2, kHardSwish = 3, kSilu = 4, kGelu = 5 };
+/// Relu/Relu6, HardSwish, SiLU (x sigmoid x), GELU (x/2 (1 + erf(x/sqrt 2))) and Tanh here
+/// (workload keys BIAS, RES, ACT).
+enum class Activation {
+  kNone = 0,
+  kRelu = 1,
+  kRelu6 = 2,
+  kHardSwish = 3,
+  kSilu = 4,
+  kGelu = 5,
+  kTanh = 6
+};
 /// erf(x) from exp, select and arithmetic, which the vector code computes on whole vectors (erff
 /// is a libm call per lane); within 1.5e-7 of erf.
 Expr erf_on_vectors(Expr x);

@@ -150,7 +150,8 @@ struct BlockedConv {
 };
 
 // The fused epilogue of a blocked convolution: BIAS=1 adds bias[O] ([O/cb][cb]), RES=1 a residual
-// of the output's layout, ACT=1 relu, ACT=2 relu6, ACT=3 hardswish, ACT=4 silu, ACT=5 gelu.
+// of the output's layout, ACT=1 relu, ACT=2 relu6, ACT=3 hardswish, ACT=4 silu, ACT=5 gelu, ACT=6
+// tanh.
 struct EpilogueKeys {
   bool bias = false, residual = false;
   Activation act = Activation::kNone;
@@ -169,10 +170,10 @@ EpilogueKeys epilogue_keys(const Workload& w) {
   };
   EpilogueKeys e{flag("BIAS"), flag("RES"), Activation::kNone};
   int64_t act = w.get_or("ACT", 0);
-  if (act < 0 || act > 5)
+  if (act < 0 || act > 6)
     throw_error(
-        "{}: ACT must be 0 (none), 1 (relu), 2 (relu6), 3 (hardswish), 4 (silu) or 5 (gelu), got "
-        "{}",
+        "{}: ACT must be 0 (none), 1 (relu), 2 (relu6), 3 (hardswish), 4 (silu), 5 (gelu) or 6 "
+        "(tanh), got {}",
         w.op, act);
   e.act = static_cast<Activation>(act);
   return e;
@@ -514,7 +515,7 @@ const std::vector<OpDef>& op_registry() {
        "weights "
        "[O/CB][C/cb][K][K][cb][CB], out [N][O/CB][OH][OW][CB]; epilogue as it writes: BIAS=1 + "
        "bias[O], RES=1 + a residual like out, ACT=1 relu, ACT=2 relu6, ACT=3 hardswish, ACT=4 "
-       "silu, ACT=5 gelu",
+       "silu, ACT=5 gelu, ACT=6 tanh",
        build_conv2d_nchwc},
       {"conv2d_bias_relu",
        {"N", "C", "H", "W", "O", "K", "S", "P"},

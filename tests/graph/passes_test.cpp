@@ -143,6 +143,30 @@ TEST(GraphPasses, SiluAndHardSwishFuseAsTheConvolutionsActivation) {
   EXPECT_LT(testing::max_relative_error(run_compiled(mg, m_in), mbefore), 1e-5);
 }
 
+// A generator's last Tanh joins its convolution (blocked, 16 channels) or its product as the
+// activation; the fused value saturates to +-1 as tanh does (e^2x overflows past 44).
+TEST(GraphPasses, TanhFusesAsTheProducersActivation) {
+  GraphBuilder b(8);
+  std::string x = b.input({1, 16, 7, 7});
+  Graph g = b.finish(b.node("Tanh", {b.conv(x, 16, 16, 3, 1, 1)}));
+  HostTensor in = b.random_tensor({1, 16, 7, 7}, -4, 4);
+  in.data[0] = 400;  // the corner's outputs past the overflow
+  HostTensor before = run(g, in);
+  graph::run_default_passes(g);
+  ASSERT_EQ(g.nodes.size(), 1u) << graph::print_graph(g);
+  EXPECT_EQ(g.nodes[0].label(), "Conv+Tanh");
+  EXPECT_GT(g.nodes[0].attr_int(graph::kBlockAttr, 0), 1);
+  EXPECT_LT(testing::max_relative_error(run_compiled(g, in), before), 1e-5);
+  GraphBuilder m(9);
+  Graph mg = m.finish(m.node("Tanh", {m.node("MatMul", {m.input({6, 20}), m.random({20, 24})})}));
+  HostTensor m_in = m.random_tensor({6, 20}, -3, 3);
+  HostTensor mbefore = run(mg, m_in);
+  graph::run_default_passes(mg);
+  ASSERT_EQ(mg.nodes.size(), 1u) << graph::print_graph(mg);
+  EXPECT_EQ(mg.nodes[0].label(), "MatMul+Tanh");
+  EXPECT_LT(testing::max_relative_error(run_compiled(mg, m_in), mbefore), 1e-5);
+}
+
 // GELU as the exporters write it joins a matrix product as its activation: torch's nn.GELU
 // (x / sqrt2, Erf, + 1, x times that, times 1/2), the other order of the halving with a Mul by
 // 1/sqrt2, and ONNX's Gelu. The tanh approximation is another function and stays a node. With
