@@ -23,7 +23,8 @@ bool winograd_applies(const Graph& g, const Node& n) {
   int64_t block = n.attr_int(kBlockAttr, 0);
   if (n.op != "Conv" || block <= 0) return false;
   Window2d w = read_window(n, g.shape(n.inputs[0]), &g.shape(n.inputs[1]));
-  if (w.kh != 3 || w.sh != 1 || w.dh != 1 || w.pt != 1 || w.group != 1 || w.c % block != 0)
+  if (!w.is_square_symmetric() || w.kh != 3 || w.sh != 1 || w.dh != 1 || w.pt != 1 ||
+      w.group != 1 || w.c % block != 0)
     return false;
   // The transformed weights are 4x the direct ones and every tile reads all of them: with few
   // tiles the product is bound by reading them (ResNet-18's 7x7x512 layers: 4 tiles, 37.7 MB of

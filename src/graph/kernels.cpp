@@ -293,4 +293,23 @@ TeKernel subsample_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t 
   return finish_kernel("subsample_blocked", {in, out}, "vectorize(i4)");
 }
 
+TeKernel pad_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t top, int64_t left,
+                            int64_t bottom, int64_t right) {
+  Tensor in = placeholder(in_shape, DType::kFloat32, "in");
+  const auto h = static_cast<int>(in_shape[2]), w = static_cast<int>(in_shape[3]);
+  const auto t = static_cast<int>(top), l = static_cast<int>(left);
+  Tensor out = compute(
+      {in_shape[0], in_shape[1], in_shape[2] + top + bottom, in_shape[3] + left + right,
+       in_shape[4]},
+      [&](const std::vector<Var>& at) {
+        Expr inside =
+            at[2] >= Expr(t) && at[2] < Expr(t + h) && at[3] >= Expr(l) && at[3] < Expr(l + w);
+        return select(inside, in(at[0], at[1], at[2] - t, at[3] - l, at[4]),
+                      make_float(0.0, DType::kFloat32));
+      },
+      "out", axis_names(5));
+  // Blocks of one: an image's NCHW channels, read as blocks by a convolution (plan_blocked_conv).
+  return finish_kernel("pad_blocked", {in, out}, in_shape[4] > 1 ? "vectorize(i4)" : "");
+}
+
 }  // namespace tessera::graph

@@ -59,5 +59,9 @@ TeKernel pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, in
 /// Every `stride`-th row and column of a channel-blocked [N][C/b][H][W][b] tensor:
 /// [N][C/b][(H-1)/stride+1][(W-1)/stride+1][b], the block's channels as the vector.
 TeKernel subsample_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t stride);
+/// A channel-blocked [N][C/b][H][W][b] tensor with zero rows above (top) and below (bottom) and
+/// zero columns left and right of it, the block's channels as the vector.
+TeKernel pad_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t top, int64_t left,
+                            int64_t bottom, int64_t right);
 
 }  // namespace tessera::graph

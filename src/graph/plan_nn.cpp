@@ -257,6 +257,18 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   // with no conversion.
   int64_t ib = depthwise || w.c % block == 0 ? block : 1;
   size_t x = blocked_slot(n.inputs[0], ib);
+  // The kernel takes one pad for every side: other pads are written around the input first, and
+  // the convolution runs unpadded on it.
+  if (!w.is_square_symmetric()) {
+    TeKernel pad =
+        pad_blocked_kernel(blocked_shape(g_.shape(n.inputs[0]), ib), w.pt, w.pl, w.pb, w.pr);
+    size_t padded = new_array(pad.args.back()->shape);
+    te_step(pad, {x, padded});
+    x = padded;
+    w.h += w.pt + w.pb;
+    w.w += w.pl + w.pr;
+    w.pt = w.pl = w.pb = w.pr = 0;
+  }
   const HostTensor& weights = g_.constants.at(n.inputs[1]);
   std::vector<double> bias(w.out_channels, 0.0);
   bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
@@ -286,7 +298,7 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   // outgrows L2. Its rows and columns are copied out first and the convolution runs at stride 1:
   // ResNet-50's 1x1 stride-2 layers ran 143 -> 172, 156 -> 180 and 139 -> 180 GFLOP/s so (AMD
   // EPYC, AVX2, blocks of 8, 2 threads). A block of 16 fills the line and keeps the direct read.
-  // (choose_layouts blocks square symmetric windows only: one K, one stride, one pad.)
+  // (choose_layouts blocks square windows only: one K, one stride.)
   const bool pointwise = !depthwise && w.kh == 1 && w.pt == 0 && ib == block;
   constexpr int64_t kCacheLineFloats = 16;
   if (pointwise && w.sh > 1 && block < kCacheLineFloats) {

@@ -457,6 +457,33 @@ TEST(GraphExecutor, AnyConvolutionWindowMatchesTheReference) {
   }
 }
 
+// A square window with pads that differ by side (the phases of a strided ConvTranspose) runs
+// blocked: its input padded in blocks first, then the unpadded kernel. An image's three channels
+// are blocks of one; the 64-channel 3x3 with 16 output tiles would be Winograd were its pads equal.
+TEST(GraphExecutor, UnequalPadsKeepTheConvolutionBlocked) {
+  using V = std::vector<int64_t>;
+  GraphBuilder b(16);
+  std::string x = b.input({1, 3, 16, 16});
+  std::string y = b.node("Conv", {x, b.random({16, 3, 2, 2}, -0.5, 0.5), b.random({16})},
+                         {{"pads", V{1, 0, 0, 1}}});
+  y = b.node("Relu", {y});
+  y = b.node("Conv", {y, b.random({64, 16, 2, 2}, -0.5, 0.5)}, {{"pads", V{0, 1, 1, 0}}});
+  y = b.node("Conv", {y, b.random({64, 64, 3, 3}, -0.2, 0.2), b.random({64})},
+             {{"pads", V{1, 1, 1, 0}}});
+  Graph g = b.finish(y);
+  EXPECT_EQ(g.shape(g.outputs[0]), (V{1, 64, 16, 15}));
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-5);
+  int pads = 0;
+  for (const graph::KernelInfo& k : ex.kernels()) {
+    pads += k.workload.starts_with("graph:pad_blocked(");
+    EXPECT_FALSE(k.workload.starts_with("batch_matmul")) << "Winograd: " << k.workload;
+    EXPECT_FALSE(k.workload.starts_with("conv2d:") || k.workload.starts_with("graph:conv2d_any"))
+        << "the generic convolution: " << k.workload;
+  }
+  EXPECT_EQ(pads, 3);
+}
+
 TEST(GraphNpy, RoundTripsShapeAndValues) {
   std::string path = ::testing::TempDir() + "/graph_npy_test.npy";
   for (std::vector<int64_t> shape : {std::vector<int64_t>{5}, {2, 3, 4}}) {
