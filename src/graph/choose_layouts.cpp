@@ -133,6 +133,15 @@ int choose_layouts(Graph& g, int64_t block) {
       if (joins_blocks) mark(n);
       continue;
     }
+    if (n.op == "DepthToSpace" || n.op == "tessera.PixelShuffle") {
+      // In DCR order a phase's channels are consecutive, so whole blocks move (the phases of a
+      // strided ConvTranspose, lower_conv_transpose.cpp); CRD interleaves inside the blocks.
+      try {
+        if (read_depth_to_space(n, g.shape(n.inputs[0])).dcr) mark(n);
+      } catch (const Error&) {
+      }
+      continue;
+    }
     if (n.op == "GlobalAveragePool") {
       // Reads blocks; its [N][C][1][1] result is the same memory in either layout.
       n.attrs[kBlockAttr] = block;

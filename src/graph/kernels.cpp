@@ -293,6 +293,24 @@ TeKernel subsample_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t 
   return finish_kernel("subsample_blocked", {in, out}, "vectorize(i4)");
 }
 
+TeKernel depth_to_space_blocked_kernel(const std::vector<int64_t>& in_shape,
+                                       const DepthToSpace& d) {
+  if (!d.dcr) throw_internal("blocked depth_to_space needs DCR order");
+  Tensor in = placeholder(in_shape, DType::kFloat32, "in");
+  const auto bh = static_cast<int>(d.bh), bw = static_cast<int>(d.bw);
+  const auto top = static_cast<int>(d.top), left = static_cast<int>(d.left);
+  const int64_t out_blocks = in_shape[1] / (d.bh * d.bw);
+  Tensor out = compute(
+      {in_shape[0], out_blocks, d.oh, d.ow, in_shape[4]},
+      [&](const std::vector<Var>& at) {
+        Expr y = at[2] + top, x = at[3] + left;
+        Expr phase = y % bh * bw + x % bw;
+        return in(at[0], phase * static_cast<int>(out_blocks) + at[1], y / bh, x / bw, at[4]);
+      },
+      "out", axis_names(5));
+  return finish_kernel("depth_to_space_blocked", {in, out}, "vectorize(i4)");
+}
+
 TeKernel pad_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t top, int64_t left,
                             int64_t bottom, int64_t right) {
   Tensor in = placeholder(in_shape, DType::kFloat32, "in");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/op_attrs.h"
 #include "te/tensor.h"
 #include "tir/program.h"
 
@@ -59,6 +60,10 @@ TeKernel pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, in
 /// Every `stride`-th row and column of a channel-blocked [N][C/b][H][W][b] tensor:
 /// [N][C/b][(H-1)/stride+1][(W-1)/stride+1][b], the block's channels as the vector.
 TeKernel subsample_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t stride);
+/// DepthToSpace in DCR order on channel blocks: [N][C/b][H][W][b] -> [N][C/(bh bw b)][oh][ow][b],
+/// each output block of pixel (y, x) one input block of the pixel's phase (whole vectors, as the
+/// channels of one phase are consecutive).
+TeKernel depth_to_space_blocked_kernel(const std::vector<int64_t>& in_shape, const DepthToSpace& d);
 /// A channel-blocked [N][C/b][H][W][b] tensor with zero rows above (top) and below (bottom) and
 /// zero columns left and right of it, the block's channels as the vector.
 TeKernel pad_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t top, int64_t left,

@@ -56,6 +56,16 @@ std::pair<double, double> clip_bounds(const Node& n, const Graph& g);
 /// (what broadcasts along every dimension but the channels').
 bool is_per_channel(const std::vector<int64_t>& shape, int64_t channels);
 
+/// DepthToSpace, or tessera.PixelShuffle (lower_conv_transpose): output pixel (y, x) of channel o
+/// reads channel `block * C + o` (DCR) or `o * bh * bw + block` (CRD) at pixel
+/// ((y + top) / bh, (x + left) / bw) of the input, where block = (y + top) % bh * bw +
+/// (x + left) % bw and C is the output's channels. Throws on a malformed node.
+struct DepthToSpace {
+  int64_t bh = 1, bw = 1, top = 0, left = 0, oh = 0, ow = 0;
+  bool dcr = false;
+};
+DepthToSpace read_depth_to_space(const Node& n, const std::vector<int64_t>& input);
+
 /// Reshape's output shape from its constant shape input (0 copies a dimension, -1 is inferred);
 /// throws when the shape input is not constant or does not fit the element count.
 std::vector<int64_t> reshape_target(const Node& n, const Graph& g);

@@ -366,41 +366,8 @@ OpDef zero_insert() {
 // ---------------------------------------------------------------------------------------------
 // Depth to space: blocks of channels become blocks of pixels
 
-// Output pixel (y, x) of channel o reads channel `channel(o, y, x)` at pixel
-// ((y + top) / bh, (x + left) / bw): CRD orders the input's channels (o, block row, block column),
-// DCR (block row, block column, o).
-struct DepthToSpace {
-  int64_t bh = 1, bw = 1, top = 0, left = 0, oh = 0, ow = 0;
-  bool dcr = false;
-};
-
 DepthToSpace depth_to_space_of(const Node& n, const Graph& g) {
-  const std::vector<int64_t>& x = input_shape(n, g, 0);
-  if (x.size() != 4) throw_error("{}: needs a 4-D NCHW input", n.where());
-  DepthToSpace d;
-  if (n.op == "DepthToSpace") {
-    d.bh = d.bw = n.attr_int("blocksize", 0);
-    std::string mode = n.attr_string("mode", "DCR");
-    if (mode != "DCR" && mode != "CRD")
-      throw_error("{}: mode '{}' is neither DCR nor CRD", n.where(), mode);
-    d.dcr = mode == "DCR";
-    if (d.bh <= 0) throw_error("{}: blocksize must be positive", n.where());
-    d.oh = x[2] * d.bh, d.ow = x[3] * d.bw;
-  } else {  // tessera.PixelShuffle (lower_conv_transpose): CRD, then a window of the result
-    std::vector<int64_t> blocks = n.attr_ints("blocks", {}), offsets = n.attr_ints("offsets", {});
-    std::vector<int64_t> sizes = n.attr_ints("sizes", {});
-    if (blocks.size() != 2 || offsets.size() != 2 || sizes.size() != 2)
-      throw_error("{}: blocks, offsets and sizes must be 2-D", n.where());
-    d.bh = blocks[0], d.bw = blocks[1], d.top = offsets[0], d.left = offsets[1];
-    d.oh = sizes[0], d.ow = sizes[1];
-    if (d.bh <= 0 || d.bw <= 0 || d.top < 0 || d.left < 0 || d.oh <= 0 || d.ow <= 0 ||
-        d.top + d.oh > x[2] * d.bh || d.left + d.ow > x[3] * d.bw)
-      throw_error("{}: the window {}x{} at ({}, {}) does not fit the {}x{} blocks of {}", n.where(),
-                  d.oh, d.ow, d.top, d.left, d.bh, d.bw, shape_text(x));
-  }
-  if (x[1] % (d.bh * d.bw) != 0)
-    throw_error("{}: {} channels do not split into {}x{} blocks", n.where(), x[1], d.bh, d.bw);
-  return d;
+  return read_depth_to_space(n, input_shape(n, g, 0));
 }
 
 OpDef depth_to_space(const char* name, std::vector<std::string> attributes) {
@@ -659,7 +626,7 @@ void add_nn_rows(std::vector<OpDef>& t) {
   t.push_back(conv_transpose());
   t.push_back(zero_insert());
   t.push_back(depth_to_space("DepthToSpace", {"blocksize", "mode"}));
-  t.push_back(depth_to_space("tessera.PixelShuffle", {"blocks", "offsets", "sizes"}));
+  t.push_back(depth_to_space("tessera.PixelShuffle", {"blocks", "offsets", "sizes", "mode"}));
 }
 
 }  // namespace tessera::graph

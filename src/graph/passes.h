@@ -18,10 +18,11 @@ int fold_constants(Graph& g);
 int pool_reductions(Graph& g);
 /// A ConvTranspose with constant weights becomes a stride-1 Conv, so it runs as every Conv does:
 /// with a stride, one whose output channels are the phases of the output (which of the stride's
-/// rows and columns), interleaved by a tessera.PixelShuffle, with a batch norm after it folded in
-/// and unary elementwise consumers moved before the shuffle; without one, a tessera.ZeroInsert
-/// of the input (its padding) and a Conv with the weights flipped and their channel axes swapped.
-/// Returns how many.
+/// rows and columns), or one per output phase joined by a Concat where one Conv's grid would
+/// overhang the output, interleaved by a tessera.PixelShuffle, with a batch norm after it folded in
+/// and unary elementwise consumers moved before the shuffle (copied per phase); without one, a
+/// tessera.ZeroInsert of the input (its padding) and a Conv with the weights flipped and their
+/// channel axes swapped. Returns how many.
 int lower_conv_transpose(Graph& g);
 /// A BatchNormalization of `input` with constant weights and statistics as y = x * scale + shift
 /// per channel (scale = gamma / sqrt(var + eps), shift = beta - mean * scale), or nothing.
@@ -66,9 +67,9 @@ int64_t channel_block(const Graph& g, int64_t lanes);
 /// one residual, then one Relu, Relu6, HardSwish, SiLU, GELU or Tanh) produce blocked values;
 /// MaxPool, Relu, Clip, Add, Mul and every elementwise row of the operator table of a blocked input
 /// whose other operands are blocked-shaped, per-channel constants or (one image) per-channel values
-/// stay blocked, and so does a Concat along the channels of blocked values; GlobalAveragePool reads
-/// blocks. The executor converts where a blocked value meets a node that reads NCHW, once per
-/// value. Returns how many nodes run blocked.
+/// stay blocked, and so does a Concat along the channels of blocked values and a DepthToSpace or
+/// PixelShuffle in DCR order; GlobalAveragePool reads blocks. The executor converts where a blocked
+/// value meets a node that reads NCHW, once per value. Returns how many nodes run blocked.
 int choose_layouts(Graph& g, int64_t block);
 
 /// The attribute choose_conv_algorithms sets on a Conv that runs as Winograd F(4x4, 3x3).

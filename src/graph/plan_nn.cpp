@@ -399,6 +399,10 @@ void Planner::plan_blocked(const Node& n, int64_t block) {
     if (in_place) return;
     return te_step(concat_kernel(shapes, 1), std::move(args));
   }
+  if (n.op == "DepthToSpace" || n.op == "tessera.PixelShuffle")
+    return te_step(
+        depth_to_space_blocked_kernel(blocked_shape(in, block), read_depth_to_space(n, in)),
+        {blocked_slot(n.inputs[0], block), blocked_output_slot(n, block)});
   if (n.op == "GlobalAveragePool")
     return te_step(global_avg_pool_kernel(blocked_shape(in, block)),
                    {blocked_slot(n.inputs[0], block), output_slot(n)});

@@ -112,6 +112,38 @@ GemmAttrs read_gemm(const Node& n, const std::vector<int64_t>& a, const std::vec
   return g;
 }
 
+DepthToSpace read_depth_to_space(const Node& n, const std::vector<int64_t>& x) {
+  if (x.size() != 4) throw_error("{}: needs a 4-D NCHW input", n.where());
+  DepthToSpace d;
+  if (n.op == "DepthToSpace") {
+    d.bh = d.bw = n.attr_int("blocksize", 0);
+    std::string mode = n.attr_string("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      throw_error("{}: mode '{}' is neither DCR nor CRD", n.where(), mode);
+    d.dcr = mode == "DCR";
+    if (d.bh <= 0) throw_error("{}: blocksize must be positive", n.where());
+    d.oh = x[2] * d.bh, d.ow = x[3] * d.bw;
+  } else {  // tessera.PixelShuffle (lower_conv_transpose): a window of the result
+    std::string mode = n.attr_string("mode", "CRD");
+    if (mode != "DCR" && mode != "CRD")
+      throw_error("{}: mode '{}' is neither DCR nor CRD", n.where(), mode);
+    d.dcr = mode == "DCR";
+    std::vector<int64_t> blocks = n.attr_ints("blocks", {}), offsets = n.attr_ints("offsets", {});
+    std::vector<int64_t> sizes = n.attr_ints("sizes", {});
+    if (blocks.size() != 2 || offsets.size() != 2 || sizes.size() != 2)
+      throw_error("{}: blocks, offsets and sizes must be 2-D", n.where());
+    d.bh = blocks[0], d.bw = blocks[1], d.top = offsets[0], d.left = offsets[1];
+    d.oh = sizes[0], d.ow = sizes[1];
+    if (d.bh <= 0 || d.bw <= 0 || d.top < 0 || d.left < 0 || d.oh <= 0 || d.ow <= 0 ||
+        d.top + d.oh > x[2] * d.bh || d.left + d.ow > x[3] * d.bw)
+      throw_error("{}: the window {}x{} at ({}, {}) does not fit the {}x{} blocks of {}", n.where(),
+                  d.oh, d.ow, d.top, d.left, d.bh, d.bw, shape_text(x));
+  }
+  if (x[1] % (d.bh * d.bw) != 0)
+    throw_error("{}: {} channels do not split into {}x{} blocks", n.where(), x[1], d.bh, d.bw);
+  return d;
+}
+
 bool is_per_channel(const std::vector<int64_t>& s, int64_t channels) {
   return (s.size() == 3 && s[0] == channels && s[1] == 1 && s[2] == 1) ||
          (s.size() == 4 && s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1);

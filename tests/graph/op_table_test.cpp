@@ -308,8 +308,10 @@ TEST(OpTable, ElementwiseChainsRunAsOneKernel) {
 
 // Strided ConvTranspose by phases (the DCGAN generator's chain: a 1x1 input, stride 2 with pads 1,
 // batch norms with real statistics, Relu, a Tanh at the end; then rectangular strides, asymmetric
-// pads, output_padding and groups): one stride-1 Conv per ConvTranspose, its batch norm folded,
-// the activations before the pixel shuffle, and no zero insertion.
+// pads, output_padding and groups), its batch norm folded, the activations before the pixel
+// shuffle, and no zero insertion. Where one Conv's grid of strides would overhang the output
+// (4x4 -> 8x8 computes 5x5 steps), each of the four output phases is a Conv of its own with its
+// own pads, joined in channel blocks and shuffled in them: no conversion out of blocks between.
 TEST(OpTable, StridedConvTransposeRunsByPhases) {
   using V = std::vector<int64_t>;
   GraphBuilder b(31);
@@ -322,20 +324,34 @@ TEST(OpTable, StridedConvTransposeRunsByPhases) {
                   {{"strides", V{stride, stride}}, {"pads", V{pad, pad, pad, pad}}});
   };
   std::string h = b.node("Relu", {batch_norm(up(b.input({1, 12, 1, 1}), 12, 16, 1, 0), 16)});
-  h = b.node("Relu", {batch_norm(up(h, 16, 8, 2, 1), 8)});
-  Graph g = b.finish(b.node("Tanh", {up(h, 8, 3, 2, 1)}));
+  h = b.node("Relu", {batch_norm(up(h, 16, 16, 2, 1), 16)});
+  Graph g = b.finish(b.node("Tanh", {up(h, 16, 3, 2, 1)}));
   EXPECT_EQ(g.shape(g.outputs[0]), (V{1, 3, 16, 16}));
   Graph lowered = g;
   EXPECT_EQ(graph::lower_conv_transpose(lowered), 3);
   std::vector<std::string> ops;
   for (const graph::Node& n : lowered.nodes) ops.push_back(n.op);
-  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Relu", "tessera.PixelShuffle", "Conv", "Relu",
-                                           "tessera.PixelShuffle", "Conv", "Tanh",
-                                           "tessera.PixelShuffle"}));
+  EXPECT_EQ(ops, (std::vector<std::string>{
+                     "Conv", "Relu", "tessera.PixelShuffle",                                    //
+                     "Conv", "Relu", "Conv", "Relu", "Conv", "Relu", "Conv", "Relu", "Concat",  //
+                     "tessera.PixelShuffle", "Conv", "Tanh", "tessera.PixelShuffle"}));
   EXPECT_EQ(lowered.shape(lowered.nodes[0].inputs[1]), (V{16 * 16, 12, 1, 1}))
       << "a 1x1 input: one phase per tap";
-  EXPECT_EQ(lowered.shape(lowered.nodes[3].inputs[1]), (V{8 * 4, 16, 2, 2}));
-  EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+  EXPECT_EQ(lowered.shape(lowered.nodes[3].inputs[1]), (V{16, 16, 2, 2}));
+  EXPECT_EQ(lowered.shape(lowered.nodes[3].outputs[0]), (V{1, 16, 4, 4})) << "exactly its phase";
+  EXPECT_EQ(lowered.shape(lowered.nodes[13].inputs[1]), (V{3 * 4, 16, 2, 2}))
+      << "3 channels fill no block: one Conv for the four phases";
+  graph::Executor ex;
+  EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-5);
+  int shuffles_in_blocks = 0, conversions = 0;
+  for (const graph::KernelInfo& k : ex.kernels()) {
+    shuffles_in_blocks += k.workload.starts_with("graph:depth_to_space_blocked") ? k.uses : 0;
+    const bool conversion =
+        k.workload.starts_with("graph:to_blocked") || k.workload.starts_with("graph:from_blocked");
+    conversions += conversion ? k.uses : 0;
+  }
+  EXPECT_EQ(shuffles_in_blocks, 1);
+  EXPECT_EQ(conversions, 2) << "into blocks after the first shuffle, out of them at the end";
 
   const std::vector<std::map<std::string, graph::AttrValue>> windows = {
       {{"strides", V{3, 2}}, {"pads", V{2, 0, 1, 1}}, {"output_padding", V{1, 1}}},
@@ -365,6 +381,21 @@ TEST(OpTable, DepthToSpaceMatchesTheReference) {
                               {{"blocksize", int64_t{3}}, {"mode", std::string(mode)}}));
     EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 2, 9, 12}));
     EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-6);
+  }
+  // Between convolutions: DCR moves whole channel blocks and stays in them; CRD interleaves
+  // inside a block and runs in NCHW.
+  for (const char* mode : {"DCR", "CRD"}) {
+    SCOPED_TRACE(mode);
+    GraphBuilder b(35);
+    std::string y = b.node("DepthToSpace", {b.conv(b.input({1, 16, 5, 6}), 16, 64, 3, 1, 1)},
+                           {{"blocksize", int64_t{2}}, {"mode", std::string(mode)}});
+    Graph g = b.finish(b.conv(y, 16, 16, 3, 1, 1));
+    graph::Executor ex;
+    EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-5);
+    int in_blocks = 0;
+    for (const graph::KernelInfo& k : ex.kernels())
+      in_blocks += k.workload.starts_with("graph:depth_to_space_blocked") ? k.uses : 0;
+    EXPECT_EQ(in_blocks, std::string(mode) == "DCR" ? 1 : 0);
   }
   // The reference itself: channel (block, c) in DCR lands at pixel block of channel c.
   GraphBuilder b(34);
