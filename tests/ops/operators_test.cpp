@@ -38,6 +38,7 @@ const char* const kWorkloads[] = {
     "conv2d_nchwc:N=1,C=3,H=8,W=9,O=16,K=3,S=2,P=1,CB=8,IB=1,BIAS=1,ACT=2",
     "conv2d_nchwc:N=1,C=16,H=6,W=7,O=16,K=1,S=1,P=0,CB=8,BIAS=1,RES=1,ACT=3",
     "conv2d_nchwc:N=1,C=16,H=6,W=7,O=16,K=3,S=1,P=1,CB=8,BIAS=1,ACT=4",
+    "conv2d_nchwc:N=1,C=16,H=6,W=7,O=16,K=2,S=1,P=1,CB=8,BIAS=1,ACT=6",
     "conv2d:N=1,C=3,H=8,W=9,O=5,K=3,S=2,P=1,IM2COL=1",
     "conv2d_bias_relu:N=1,C=2,H=5,W=6,O=8,K=3,S=2,P=1,WB=4",
     "dense:B=3,I=10,O=32,WB=16",
@@ -468,9 +469,9 @@ TEST(Operators, BadShapesAreRefusedWithTheReason) {
        "conv2d_nchwc: IB=2 (input channel block) must divide C=3"},
       {"depthwise_conv2d_nchwc:N=1,C=24,H=4,W=4,K=3,S=1,P=1",
        "depthwise_conv2d_nchwc: CB=16 (channel block) must divide C=24"},
-      {"conv2d_nchwc:N=1,C=16,H=4,W=4,O=16,K=1,S=1,P=0,ACT=6",
-       "conv2d_nchwc: ACT must be 0 (none), 1 (relu), 2 (relu6), 3 (hardswish), 4 (silu) or 5 "
-       "(gelu), got 6"},
+      {"conv2d_nchwc:N=1,C=16,H=4,W=4,O=16,K=1,S=1,P=0,ACT=7",
+       "conv2d_nchwc: ACT must be 0 (none), 1 (relu), 2 (relu6), 3 (hardswish), 4 (silu), 5 "
+       "(gelu) or 6 (tanh), got 7"},
       {"dense:B=2,I=4,O=8,BIAS=2", "dense: BIAS must be 0 or 1, got 2"},
       {"depthwise_conv2d_nchwc:N=1,C=16,H=4,W=4,K=3,S=1,P=1,RES=2",
        "depthwise_conv2d_nchwc: RES must be 0 or 1, got 2"},
