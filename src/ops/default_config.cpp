@@ -228,8 +228,17 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   // the threads take whichever of rows and channel tiles has more iterations.
   c.label("epilogue", "at_block");
   int64_t channel_tiles = w.get("O") / cb / blocks;
-  c.label("order", out_extent(w, "H") > channel_tiles ? "row_first" : "oc_first");
+  const bool rows_first = out_extent(w, "H") > channel_tiles;
+  c.label("order", rows_first ? "row_first" : "oc_first");
   c.label("parallel", "outer");
+  // Where the threads take rows, each pads the input rows its row tile reads as it goes, rather
+  // than the whole input first and then reading it back: on AVX2 the DCGAN generator's last layer
+  // (64 -> 16, 2x2, 32x32) 48 -> 90 GFLOP/s, SqueezeNet's 55x55 3x3 (16 -> 64) 151 -> 184,
+  // ResNet-18's 3x3 stride-2 64 -> 128 136 -> 168, MobileNet's first layer 41 -> 48, the
+  // 27x27 3x3 (32 -> 128) even. Channel tiles first would pad the rows again per tile (ResNet's
+  // deeper stride-2 layers: 147 -> 129), and a 7x7 window rereads 7 padded rows per row (the
+  // 7x7 stride-2 first layer 140 -> 129; AMD EPYC, Zen 2, 2 threads). AVX-512 was not measured.
+  if (few_registers && rows_first && w.get("K") <= 3) c.label("pad", "at_row");
 }
 
 void window_defaults(Chooser& c, const Workload& w, int threads) {

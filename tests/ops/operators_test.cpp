@@ -179,17 +179,20 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
       {"matmul:M=128,N=128,K=128", {"cache_write(C", "parallel(i.outer)"}},
       // Blocked: two blocks by as many columns as the registers hold besides their weights and
       // the broadcast (AVX2: 6, a tail of 2; AVX-512: 14, an even width that splits the row),
-      // the epilogue per block, rows to the threads where there are more rows than channel tiles.
+      // the epilogue per block, rows to the threads where there are more rows than channel tiles;
+      // on AVX2 a thread that takes rows pads the input rows it reads, else the whole input is
+      // padded first.
       {"conv2d_nchwc:N=1,C=64,H=56,W=56,O=64,K=3,S=1,P=1,CB=8,BIAS=1,RES=1,ACT=1",
        {"split(oc, 2)", wide ? "split(x, 14)" : "split(x, 6)",
-        "reverse_compute_at(epilogue, x.outer)", "parallel(y.outer)"}},
+        "reverse_compute_at(epilogue, x.outer)", "parallel(y.outer)",
+        wide ? "parallel(c)" : "compute_at(pad, y.outer)"}},
       {"conv2d_nchwc:N=1,C=512,H=7,W=7,O=512,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
-       {"split(x, 7)", "parallel(oc.outer)"}},
+       {"split(x, 7)", "parallel(oc.outer)", "parallel(c)"}},
       // An image's three channels: each input value feeds four blocks, of as many columns as
       // fill half the registers with accumulators (AVX2: 2, window unrolled; AVX-512: 4, rolled).
       {"conv2d_nchwc:N=1,C=3,H=224,W=224,O=64,K=7,S=2,P=3,CB=8,BIAS=1,ACT=1",
        {"split(oc, 4)", wide ? "split(x, 4)" : "split(x, 2)",
-        wide ? "unroll(y.inner) ; cache_write" : "unroll(rx)"}},
+        wide ? "unroll(y.inner) ; cache_write" : "unroll(rx)", "parallel(c)"}},
       // A 9-wide row: AVX-512 splits it evenly (3 x 3); AVX2 as 5 + 4, since 2 x 3 leaves six
       // accumulators.
       {"conv2d_nchwc:N=1,C=32,H=20,W=20,O=64,K=4,S=2,P=0,CB=8",
