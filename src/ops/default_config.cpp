@@ -234,7 +234,7 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   // Where the threads take rows, each pads the input rows its row tile reads as it goes, rather
   // than the whole input first and then reading it back: on AVX2 the DCGAN generator's last layer
   // (64 -> 16, 2x2, 32x32) 48 -> 90 GFLOP/s, SqueezeNet's 55x55 3x3 (16 -> 64) 151 -> 184,
-  // ResNet-18's 3x3 stride-2 64 -> 128 136 -> 168, MobileNet's first layer 41 -> 48, the
+  // ResNet-18's 3x3 stride-2 64 -> 128 136 -> 168, EfficientNet-B0's first layer 41 -> 48, the
   // 27x27 3x3 (32 -> 128) even. Channel tiles first would pad the rows again per tile (ResNet's
   // deeper stride-2 layers: 147 -> 129), and a 7x7 window rereads 7 padded rows per row (the
   // 7x7 stride-2 first layer 140 -> 129; AMD EPYC, Zen 2, 2 threads). AVX-512 was not measured.
