@@ -98,10 +98,10 @@ std::optional<std::vector<OutputPhase>> output_phases(int64_t in, int64_t out, c
 // The smallest block of channels choose_layouts uses: phases of whole blocks join without a copy.
 constexpr int64_t kMinChannelBlock = 8;
 
-// Conv weights [O * phases][C / group][taps_h][taps_w] where `phase_channel(o, ry, rx)` places
-// output channel o of taps phase (ry, rx), or [O][C][taps_h][taps_w] of one taps phase when
-// `only` names it: tap u of phase r reads input row q - (taps - 1 - u), transposed tap
-// r + s * (taps - 1 - u).
+// Conv weights [O * phases][C / group][taps_h][taps_w], output channel o of taps phase (ry, rx)
+// at channel (o * sh + ry) * sw + rx; or [O][C][taps_h][taps_w] of the one taps phase `only`
+// names. Tap u of phase r reads input row q - (taps - 1 - u), transposed tap r + s * (taps - 1 -
+// u).
 HostTensor phase_weights(const Transposed& t, const PhaseDim& rows, const PhaseDim& cols,
                          std::optional<std::pair<int64_t, int64_t>> only) {
   const int64_t c = t.weights.shape[0], og = t.weights.shape[1];
