@@ -105,7 +105,7 @@ ChosenSchedule ScheduleChooser::choose(const std::string& key) const {
   }
   if (info.schedule == "plain") {
     ConfigSpace space = space_for(w);
-    int threads = default_threads(op, num_threads());
+    int threads = default_threads(w, op, num_threads());
     bool parallel = threads > 1;
     for (const Config& c :
          {default_config(space, w, threads), first_values_config(space, parallel)}) {

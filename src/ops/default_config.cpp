@@ -282,7 +282,15 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
   } else if (op == "conv2d_nchwc") {
     blocked_conv_defaults(c, w, threads);
   } else if (op == "depthwise_conv2d_nchwc") {
-    c.value("tile_ow", dividing_first(out_extent(w, "W"), {8, 7, 14, 4, 2}));
+    // With 16 registers, four columns: eight accumulators next to the unrolled window's weights
+    // (and an activation's temporaries) spill. Alone, AVX2, 2 threads, 8 -> 4 columns
+    // (GFLOP/s): EfficientNet-B0's SiLU layers 112x112x32 21 -> 27, 56x56x144 20 -> 27, 28x28x240
+    // 5x5 45 -> 46; MobileNet-v2's ReLU6 112x112x32 80 -> 91, stride-2 112x112x96 61 -> 75.
+    // At 14 and 7 columns 7 divides and 4 does not; it stays there (12-14 and 47-50 either way).
+    const bool few_registers = target_isa().vector_registers < 32;
+    c.value("tile_ow", dividing_first(out_extent(w, "W"),
+                                      few_registers ? std::vector<int64_t>{4, 7, 8, 2}
+                                                    : std::vector<int64_t>{8, 7, 14, 4, 2}));
     c.label("unroll_window", "on");
     // No padded copy: with channels as lanes the bounds test is one per vector, and the copy
     // doubled the memory traffic of these memory-bound kernels (MobileNet-v2's 112x112x32 layer
@@ -349,14 +357,20 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
   return config;
 }
 
-int default_threads(const OpInstance& op, int threads) {
-  double bytes = 0;
+int default_threads(const Workload& w, const OpInstance& op, int threads) {
+  double bytes = 0, out_elements = 0;
   for (const Tensor& t : op.args) {
     double elements = 1;
     for (int64_t d : t->shape) elements *= static_cast<double>(d);
     bytes += 4 * elements;
+    out_elements = elements;  // the output comes last
   }
-  return op.flops >= 2e6 || bytes >= (1 << 20) ? threads : 1;
+  // An exp-based activation (SiLU, GELU, Tanh) costs about 20 cycles a vector on AVX2, as much
+  // as 40 FLOPs an element: it made EfficientNet-B0's 14x14x480 3x3 depthwise layer 1.7 MFLOP
+  // and 139 us on one thread (72 us on two).
+  double work = op.flops;
+  if (int64_t act = w.get_or("ACT", 0); act >= 4 && act <= 6) work += 40 * out_elements;
+  return work >= 1e6 || bytes >= (1 << 20) ? threads : 1;
 }
 
 }  // namespace tessera

@@ -41,7 +41,7 @@ TuneSession::TuneSession(const std::string& workload_text, const TuneParams& par
   OpInstance op = instantiate(workload_);
   flops_ = op.flops;
   const int threads = measurer_.runner().params().threads;
-  default_threads_ = default_threads(op, threads > 0 ? threads : num_threads());
+  default_threads_ = default_threads(workload_, op, threads > 0 ? threads : num_threads());
   space_ = std::make_unique<ConfigSpace>(space_for(workload_));
   tuner_ = make_tuner(*space_, op, params_, transfer ? &transfer_ : nullptr);
   result_.workload = workload_.text();

@@ -173,6 +173,9 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
       {"depthwise_conv2d:N=1,C=144,H=56,W=56,K=3,S=2,P=1",
        {wide ? "pack(data, 1, 16)" : "pack(data, 1, 8)", "unroll(ry)"}},
       {"depthwise_conv2d:N=1,C=32,H=112,W=112,K=3,S=1,P=1", {"vectorize(x.inner.inner)"}},
+      // Blocked depthwise: AVX2's 16 registers take four columns, AVX-512's 32 eight.
+      {"depthwise_conv2d_nchwc:N=1,C=32,H=112,W=112,K=3,S=1,P=1,CB=8,BIAS=1,ACT=4",
+       {wide ? "split(x, 8)" : "split(x, 4)", "parallel(y.outer)"}},
       {"dense:B=1,I=512,O=1000", {"rfactor(dense.local, k.inner)", "parallel(j.outer)"}},
       {"max_pool2d:N=1,C=64,H=112,W=112,K=3,S=2,P=1",
        {"cache_write(pool", "parallel(pool.c.outer)"}},
@@ -224,6 +227,26 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
     ASSERT_TRUE(r) << s.text() << ": " << r.message();
     for (const char* step : wanted) EXPECT_NE(s.text().find(step), std::string::npos) << s.text();
   }
+}
+
+// Untuned kernels below about 1 MFLOP of work run on one thread; an exp-based activation counts
+// as work per output element, so the same small depthwise layer takes the threads with SiLU and
+// not with ReLU.
+TEST(Operators, DefaultThreadsCountTheActivation) {
+  auto threads_for = [](const char* text) {
+    Workload w = parse_workload(text);
+    return default_threads(w, instantiate(w), 2);
+  };
+  EXPECT_EQ(threads_for("depthwise_conv2d_nchwc:N=1,C=240,H=28,W=28,K=3,S=2,P=1,CB=8,BIAS=1,ACT=1"),
+            1);
+  EXPECT_EQ(threads_for("depthwise_conv2d_nchwc:N=1,C=240,H=28,W=28,K=3,S=2,P=1,CB=8,BIAS=1,ACT=4"),
+            2);
+  EXPECT_EQ(threads_for("depthwise_conv2d_nchwc:N=1,C=1152,H=7,W=7,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1"),
+            2);
+  // A squeeze-excite 1x1 on a 1x1 image: 0.1 MFLOP and 0.2 MB.
+  EXPECT_EQ(threads_for("conv2d_nchwc:N=1,C=1152,H=1,W=1,O=48,K=1,S=1,P=0,CB=8,BIAS=1,ACT=4"), 1);
+  // A batch-1 dense layer streams its 1.6 MB of weights.
+  EXPECT_EQ(threads_for("dense:B=1,I=784,O=512"), 2);
 }
 
 // Dense's dot form: vectors along the reduction of X[B][I] and W[O][I] (rfactor), partial sums
