@@ -282,15 +282,27 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
   } else if (op == "conv2d_nchwc") {
     blocked_conv_defaults(c, w, threads);
   } else if (op == "depthwise_conv2d_nchwc") {
-    // With 16 registers, four columns: eight accumulators next to the unrolled window's weights
-    // (and an activation's temporaries) spill. Alone, AVX2, 2 threads, 8 -> 4 columns
-    // (GFLOP/s): EfficientNet-B0's SiLU layers 112x112x32 21 -> 27, 56x56x144 20 -> 27, 28x28x240
-    // 5x5 45 -> 46; MobileNet-v2's ReLU6 112x112x32 80 -> 91, stride-2 112x112x96 61 -> 75.
-    // At 14 and 7 columns 7 divides and 4 does not; it stays there (12-14 and 47-50 either way).
+    // Columns per register tile with 16 registers, alone, AVX2, 2 threads (GFLOP/s): a 3x3
+    // window's nine weights stay in registers next to four accumulators; eight spill. 112 and 56
+    // wide, 8 -> 4: EfficientNet-B0's SiLU 112x112x32 21 -> 27, 56x56x144 20 -> 27; MobileNet-v2's
+    // ReLU6 112x112x32 80 -> 91. At 28 and 14 wide seven run faster under ReLU or ReLU6
+    // (28x28x88 90-95 against 80-84, 14x14x480 106-112 against 79), while under SiLU (its exp's
+    // temporaries) four do, with a tail (14x14x480 23 -> 27, 28x28x144 19 -> 27). A 5x5 window
+    // reads its weights from memory: eight columns with a tail ran faster alone (14x14x672 ReLU
+    // 116 -> 126) and slower in MnasNet (its 28x28x120 and 14x14x480 layers 0.120 -> 0.140 and
+    // 0.098 -> 0.112 ms), so it takes the columns that divide the row.
     const bool few_registers = target_isa().vector_registers < 32;
-    c.value("tile_ow", dividing_first(out_extent(w, "W"),
-                                      few_registers ? std::vector<int64_t>{4, 7, 8, 2}
-                                                    : std::vector<int64_t>{8, 7, 14, 4, 2}));
+    const int64_t ow = out_extent(w, "W"), act = w.get_or("ACT", 0);
+    const bool exp_activation = act >= 4 && act <= 6;
+    if (!few_registers) {
+      c.value("tile_ow", dividing_first(ow, {8, 7, 14, 4, 2}));
+    } else if (w.get("K") <= 3 && exp_activation && ow >= 8) {
+      c.value("tile_ow", {{4}, {2}});
+    } else {
+      c.value("tile_ow",
+              dividing_first(ow, ow >= 56 || w.get("K") > 3 ? std::vector<int64_t>{4, 7, 8, 2}
+                                                            : std::vector<int64_t>{7, 4, 8, 2}));
+    }
     c.label("unroll_window", "on");
     // No padded copy: with channels as lanes the bounds test is one per vector, and the copy
     // doubled the memory traffic of these memory-bound kernels (MobileNet-v2's 112x112x32 layer
