@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -40,7 +41,7 @@ constexpr int64_t kParallelElements = 1 << 15;
 // iteration (the batch of one is skipped by fusing it into the next), so that a kernel over
 // [1, C, H, W] still spreads its channels across the cores.
 TeKernel finish_kernel(std::string name, std::vector<Tensor> args, const std::string& first,
-                       bool auto_parallel) {
+                       bool auto_parallel, int64_t reduced_elements) {
   Program program = lower(name, args);
   if (!first.empty()) {
     RewriteResult<Program> r = parse_strategy(first)(program);
@@ -51,6 +52,7 @@ TeKernel finish_kernel(std::string name, std::vector<Tensor> args, const std::st
   const Tensor& out = args.back();
   int64_t elements = 1;
   for (int64_t d : out->shape) elements *= d;
+  elements = std::max(elements, reduced_elements);
   std::vector<std::string> strategies;  // the first that applies
   const std::vector<int64_t>& shape = out->shape;
   if (elements >= kParallelElements && shape.size() >= 3 && shape[0] * shape[1] < 8) {
@@ -228,9 +230,14 @@ TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape) {
         return sum(in(idx)*make_float(scale, DType::kFloat32), {ry, rx});
       },
       "out", axis_names(out_shape.size()));
-  // Blocked: the window outside the block's lanes, so each step adds one whole vector.
+  // Blocked: the window outside the block's lanes, so each step adds one whole vector. The
+  // threads count by what it reads: as its few outputs, EfficientNet-B0's 112x112x32 pool ran on
+  // one thread.
+  int64_t reads = 1;
+  for (int64_t d : in_shape) reads *= d;
   return finish_kernel("global_avg_pool", {in, out},
-                       blocked ? "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)" : "");
+                       blocked ? "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)" : "", true,
+                       reads);
 }
 
 TeKernel to_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block) {

@@ -24,9 +24,10 @@ struct TeKernel {
 
 /// Lowers a te kernel and applies `first` (a strategy that must apply); then, with
 /// `auto_parallel`, threads over its first dimension with more than one iteration where the
-/// output is large enough to pay for them.
+/// work is large enough to pay for them: the output's elements, or `reduced_elements` (what a
+/// reduction reads) where that is more.
 TeKernel finish_kernel(std::string name, std::vector<Tensor> args, const std::string& first = "",
-                       bool auto_parallel = true);
+                       bool auto_parallel = true, int64_t reduced_elements = 0);
 
 /// One step of an elementwise chain; the chain starts from input 0.
 struct ElementwiseStep {

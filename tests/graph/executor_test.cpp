@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 
+#include "graph/kernels.h"
 #include "graph/npy.h"
 #include "graph/passes.h"
 #include "graph/reference.h"
@@ -15,6 +16,7 @@
 #include "ops/templates.h"
 #include "ops/workload.h"
 #include "runtime/isa.h"
+#include "tir/printer.h"
 
 namespace tessera {
 namespace {
@@ -482,6 +484,18 @@ TEST(GraphExecutor, UnequalPadsKeepTheConvolutionBlocked) {
         << "the generic convolution: " << k.workload;
   }
   EXPECT_EQ(pads, 3);
+}
+
+// A global pool's threads count by what it reads: a large image to few channels takes them, a
+// small one stays on one thread.
+TEST(GraphExecutor, GlobalPoolsThreadByWhatTheyRead) {
+  auto parallel = [](const std::vector<int64_t>& in_shape) {
+    graph::TeKernel k = graph::global_avg_pool_kernel(in_shape);
+    return print_program(k.program).find("parallel for") != std::string::npos;
+  };
+  EXPECT_TRUE(parallel({1, 4, 112, 112, 8}));  // 32 outputs of 12544 values each
+  EXPECT_TRUE(parallel({1, 32, 112, 112}));
+  EXPECT_FALSE(parallel({1, 4, 7, 7, 8}));
 }
 
 TEST(GraphNpy, RoundTripsShapeAndValues) {
