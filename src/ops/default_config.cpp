@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "ops/nn.h"
 #include "ops/templates.h"
 #include "runtime/isa.h"
 
@@ -82,6 +83,13 @@ std::vector<std::vector<int64_t>> dividing_first(int64_t extent,
   for (int64_t f : preferred)
     if (extent % f != 0) out.push_back({f});
   return out;
+}
+
+// SiLU, GELU and Tanh evaluate an exp per element (about 20 cycles a vector on AVX2): their
+// write-back weighs on register tiles and thread counts as a ReLU's does not.
+bool exp_activation(const Workload& w) {
+  const auto act = static_cast<Activation>(w.get_or("ACT", 0));
+  return act == Activation::kSilu || act == Activation::kGelu || act == Activation::kTanh;
 }
 
 int64_t out_extent(const Workload& w, const std::string& key) {
@@ -292,11 +300,10 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
     // 116 -> 126) and slower in MnasNet (its 28x28x120 and 14x14x480 layers 0.120 -> 0.140 and
     // 0.098 -> 0.112 ms), so it takes the columns that divide the row.
     const bool few_registers = target_isa().vector_registers < 32;
-    const int64_t ow = out_extent(w, "W"), act = w.get_or("ACT", 0);
-    const bool exp_activation = act >= 4 && act <= 6;
+    const int64_t ow = out_extent(w, "W");
     if (!few_registers) {
       c.value("tile_ow", dividing_first(ow, {8, 7, 14, 4, 2}));
-    } else if (w.get("K") <= 3 && exp_activation && ow >= 8) {
+    } else if (w.get("K") <= 3 && exp_activation(w) && ow >= 8) {
       c.value("tile_ow", {{4}, {2}});
     } else {
       c.value("tile_ow",
@@ -377,11 +384,10 @@ int default_threads(const Workload& w, const OpInstance& op, int threads) {
     bytes += 4 * elements;
     out_elements = elements;  // the output comes last
   }
-  // An exp-based activation (SiLU, GELU, Tanh) costs about 20 cycles a vector on AVX2, as much
-  // as 40 FLOPs an element: it made EfficientNet-B0's 14x14x480 3x3 depthwise layer 1.7 MFLOP
-  // and 139 us on one thread (72 us on two).
+  // An exp-based activation weighs as much as 40 FLOPs an element: it made EfficientNet-B0's
+  // 14x14x480 3x3 depthwise layer 1.7 MFLOP and 139 us on one thread (72 us on two).
   double work = op.flops;
-  if (int64_t act = w.get_or("ACT", 0); act >= 4 && act <= 6) work += 40 * out_elements;
+  if (exp_activation(w)) work += 40 * out_elements;
   return work >= 1e6 || bytes >= (1 << 20) ? threads : 1;
 }
 

@@ -38,7 +38,8 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads);
 /// the others costs more than they save (a few microseconds each, far more when a core is busy
 /// elsewhere); `threads` otherwise. The operands count for a kernel that streams more than it
 /// computes, as a batch-1 dense layer (the MLP's 784 x 512 layer reads 1.6 MB for 0.8 MFLOP).
-/// At 2 MFLOP, depthwise layers of 0.9-1.0 MFLOP ran on one thread that two run faster
+/// SiLU, GELU and Tanh (ACT 4-6) add 40 FLOPs per output element. The threshold was 2 MFLOP,
+/// under which depthwise layers of 0.9-1.0 MFLOP ran on one thread where two are faster
 /// (MobileNet-v3's 28x28x96 5x5 stride 2, 19 -> 15 us; EfficientNet-B0's 7x7x1152 3x3, 15 -> 9 us;
 /// AMD EPYC, AVX2).
 int default_threads(const Workload& w, const OpInstance& op, int threads);
