@@ -21,7 +21,7 @@ int64_t winograd_min_tiles() {
 
 bool winograd_applies(const Graph& g, const Node& n) {
   int64_t block = n.attr_int(kBlockAttr, 0);
-  if (n.op != "Conv" || block <= 0) return false;
+  if (n.op != "Conv" || block <= 0 || !g.is_constant(n.inputs[1])) return false;
   Window2d w = read_window(n, g.shape(n.inputs[0]), &g.shape(n.inputs[1]));
   if (!w.is_square_symmetric() || w.kh != 3 || w.sh != 1 || w.dh != 1 || w.pt != 1 ||
       w.group != 1 || w.c % block != 0)

@@ -46,6 +46,7 @@ std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options) {
   log.push_back({"eliminate_dead_nodes", eliminate_dead_nodes(g)});
   if (options.blocked_layout) {
     log.push_back({"choose_layouts", choose_layouts(g, channel_block(g, target_isa().f32_lanes))});
+    log.push_back({"fold_channel_scales", fold_channel_scales(g)});
     if (options.winograd) log.push_back({"choose_conv_algorithms", choose_conv_algorithms(g)});
   }
   return log;

@@ -159,6 +159,8 @@ void Planner::plan_node(const Node& n) {
   if (!row) throw_error("{}: unsupported operator", n.where());
   // Folded at import (shape arithmetic): its readers take the constant.
   if (g_.is_constant(n.outputs[0]) && !g_.is_output(n.outputs[0])) return;
+  // Weights scaled per input channel: their blocked Conv scales its packed copy.
+  if (n.attr_int(kScaledWeightsAttr, 0) == 1) return;
   if (int64_t block = n.attr_int(kBlockAttr, 0); block > 0) return plan_blocked(n, block);
   switch (row->lowering) {
     case Lowering::kView:

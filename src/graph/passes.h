@@ -72,6 +72,17 @@ int64_t channel_block(const Graph& g, int64_t lanes);
 /// value meets a node that reads NCHW, once per value. Returns how many nodes run blocked.
 int choose_layouts(Graph& g, int64_t block);
 
+/// The attribute fold_channel_scales sets on the Mul of a Conv's constant weights (input 0) by a
+/// scale per input channel (input 1).
+inline constexpr const char* kScaledWeightsAttr = "tessera.scaled_weights";
+/// That Mul, where it computes `value`; nullptr otherwise.
+const Node* scaled_weights(const Graph& g, const std::string& value);
+/// After choose_layouts: where a blocked group-1 Conv's input is `x * s` with `s` a computed
+/// scale per channel of one image (squeeze-excite), read by nothing else, the Conv reads `x` and
+/// its weights become `W * s` along their input channels, when O*KH*KW < H*W: scaling the
+/// weights then touches fewer values than scaling the input. Returns how many Convs changed.
+int fold_channel_scales(Graph& g);
+
 /// The attribute choose_conv_algorithms sets on a Conv that runs as Winograd F(4x4, 3x3).
 inline constexpr const char* kWinogradAttr = "tessera.winograd";
 /// Fewest output tiles for which Winograd pays on this machine's ISA: below, reading the
@@ -79,9 +90,9 @@ inline constexpr const char* kWinogradAttr = "tessera.winograd";
 /// it saves. 49 with AVX-512, whose direct kernel runs about twice AVX2's; 16 with AVX2
 /// (choose_conv_algorithms.cpp has the measurements).
 int64_t winograd_min_tiles();
-/// A blocked 3x3 stride-1 Conv with pads of 1, no groups or dilation, input channels in whole
-/// blocks and at least winograd_min_tiles() 4x4 output tiles; on AVX2 also at least 64 input
-/// channels and tiles at least three quarters covered by the output.
+/// A blocked 3x3 stride-1 Conv with constant weights, pads of 1, no groups or dilation, input
+/// channels in whole blocks and at least winograd_min_tiles() 4x4 output tiles; on AVX2 also at
+/// least 64 input channels and tiles at least three quarters covered by the output.
 bool winograd_applies(const Graph& g, const Node& n);
 /// Algorithm choice after choose_layouts: every Conv winograd_applies to runs as Winograd
 /// F(4x4, 3x3) (2.25 multiplies per output for the direct kernel's 9). Returns how many.
@@ -100,9 +111,9 @@ struct PassOptions {
   bool winograd = true;
 };
 /// fold_constants, pool_reductions, lower_conv_transpose, fold_batch_norm, fuse_epilogues,
-/// pad_channels (to the
-/// ISA's lanes, when the layout is blocked), eliminate_dead_nodes, choose_layouts,
-/// choose_conv_algorithms, in that order (the last two only with a blocked layout).
+/// pad_channels (to the ISA's lanes, when the layout is blocked), eliminate_dead_nodes,
+/// choose_layouts, fold_channel_scales, choose_conv_algorithms, in that order (the last three only
+/// with a blocked layout).
 std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options = {});
 
 }  // namespace tessera::graph

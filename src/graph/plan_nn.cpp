@@ -269,7 +269,9 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
     w.w += w.pl + w.pr;
     w.pt = w.pl = w.pb = w.pr = 0;
   }
-  const HostTensor& weights = g_.constants.at(n.inputs[1]);
+  // Weights scaled per input channel (fold_channel_scales): the constant ones packed, then scaled.
+  const Node* scaling = g_.is_constant(n.inputs[1]) ? nullptr : scaled_weights(g_, n.inputs[1]);
+  const HostTensor& weights = g_.constants.at(scaling ? scaling->inputs[0] : n.inputs[1]);
   std::vector<double> bias(w.out_channels, 0.0);
   bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
   if (has_bias) bias = g_.constants.at(n.inputs[2]).data;
@@ -327,6 +329,17 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   }
   size_t wt = constant_array(depthwise ? blocked_depthwise_weights(weights, block)
                                        : blocked_conv_weights(weights, block, ib));
+  if (scaling) {
+    // [O/b][C/ib][K][K][ib][b] times the scale's [C/ib][ib].
+    const std::vector<int64_t> packed{w.out_channels / block, w.c / ib, w.kh * w.kw, ib, block},
+        per_channel{1, w.c / ib, 1, ib, 1};
+    size_t scaled = new_array(ex_.arrays_[wt].shape());
+    te_step(elementwise_kernel(packed, {packed, per_channel},
+                               {{ElementwiseStep::Kind::kMul, 1, 0, 0, {}, {}}}),
+            {part_array(wt, 0, packed), part_array(slot(scaling->inputs[1]), 0, per_channel),
+             part_array(scaled, 0, packed)});
+    wt = scaled;
+  }
   std::vector<size_t> args{x, wt};
   if (bias_slot) args.push_back(*bias_slot);
   if (residual) args.push_back(*residual);

@@ -189,6 +189,35 @@ TEST(GraphExecutor, ABlockedOperandSecondKeepsTheProductInBlocks) {
   EXPECT_EQ(full_size_conversions, 1) << fmt::format("{}", fmt::join(workloads(ex), "\n"));
 }
 
+// Squeeze-excite's `s * x` before a convolution becomes the convolution of x with its weights
+// scaled along their input channels where that touches fewer values (O*K*K < H*W: at 16x16, not
+// at 4x4), also with input channels in no whole block (read as blocks of one).
+TEST(GraphExecutor, SqueezeExciteScalesTheNextConvolutionsWeights) {
+  struct Case {
+    int64_t channels, size;
+    bool folds;
+  };
+  for (Case c : {Case{16, 16, true}, Case{16, 4, false}, Case{4, 16, true}}) {
+    GraphBuilder b(47);
+    std::string x = b.input({1, c.channels, c.size, c.size});
+    std::string h = c.channels == 4 ? x : b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)});
+    std::string s =
+        b.node("Relu", {b.conv(b.node("GlobalAveragePool", {h}), c.channels, 8, 1, 1, 0)});
+    s = b.node("Sigmoid", {b.conv(s, 8, c.channels, 1, 1, 0)});
+    Graph g = b.finish(b.conv(b.node("Mul", {s, h}), c.channels, 16, 3, 1, 1));
+    Graph passed = g;
+    graph::run_default_passes(passed);
+    int scaled = 0;
+    for (const graph::Node& n : passed.nodes) scaled += n.attr_int(graph::kScaledWeightsAttr, 0);
+    EXPECT_EQ(scaled, c.folds ? 1 : 0) << graph::print_graph(passed);
+    HostTensor in = b.random_tensor(g.shape(g.inputs[0]));
+    EXPECT_LT(testing::max_relative_error(graph::run_reference(passed, {{g.inputs[0], in}}).at(0),
+                                          graph::run_reference(g, {{g.inputs[0], in}}).at(0)),
+              1e-12);
+    EXPECT_LT(executor_error(g, b), 1e-4) << c.channels << " " << c.size;
+  }
+}
+
 // On AVX2 a 1x1 stride-1 convolution with at least as many tiles of two channel blocks as rows
 // runs as one row of H*W positions (the same memory); one with fewer keeps its rows.
 TEST(GraphExecutor, PointwiseConvolutionsRunAsOneRowOnAvx2) {

@@ -510,7 +510,7 @@ TEST(GraphPasses, WinogradIsChosenForLarge3x3StrideOneConvolutionsOnly) {
             "eliminate_dead_nodes");
   Graph off = b.finish(pointwise);
   log = graph::run_default_passes(off, {.winograd = false});
-  EXPECT_EQ(log.back().pass, "choose_layouts");
+  EXPECT_EQ(log.back().pass, "fold_channel_scales");
   for (const graph::Node& n : off.nodes) EXPECT_EQ(n.attr_int(graph::kWinogradAttr, 0), 0);
   // 16 input channels: a reduction too short for the product to pay on AVX2.
   GraphBuilder few(13);
