@@ -28,11 +28,12 @@ int fold_channel_scales(Graph& g) {
       continue;
     const std::string y = conv.inputs[0];
     auto p = producer.find(y);
-    if (p == producer.end() || g.is_output(y) || g.consumers(y).size() != 1 ||
-        std::count(conv.inputs.begin(), conv.inputs.end(), y) != 1)
-      continue;
+    if (p == producer.end()) continue;
     Node& mul = g.nodes[p->second];
     if (mul.op != "Mul" || mul.inputs.size() != 2 || mul.attrs.count(kScaledWeightsAttr)) continue;
+    if (g.is_output(y) || g.consumers(y).size() != 1 ||
+        std::count(conv.inputs.begin(), conv.inputs.end(), y) != 1)
+      continue;
     const std::vector<int64_t>& in = g.shape(y);
     const std::vector<int64_t>& weights = g.shape(conv.inputs[1]);
     if (in.size() != 4 || in[0] != 1 || weights.size() != 4) continue;
@@ -43,8 +44,8 @@ int fold_channel_scales(Graph& g) {
       continue;
     }
     if (w.group != 1) continue;
-    // The operand of the input's shape, and a computed scale per channel (a constant one is
-    // a batch norm's, which fold_batch_norm handles).
+    // The operand of the input's shape, and a scale per channel computed in the model: the
+    // point is to save a pass per run, which a constant scale would rather save at import.
     int full = g.shape(mul.inputs[0]) == in ? 0 : g.shape(mul.inputs[1]) == in ? 1 : -1;
     if (full < 0) continue;
     const std::string x = mul.inputs[full], scale = mul.inputs[1 - full];
