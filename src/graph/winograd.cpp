@@ -104,42 +104,46 @@ TeKernel winograd_input_kernel(const std::vector<int64_t>& in_shape) {
   const int tiles = static_cast<int>(th * tw);
   const int64_t cb = in_shape[1], b = in_shape[4];
   const int h = static_cast<int>(in_shape[2]), w = static_cast<int>(in_shape[3]);
+  const int64_t rows = winograd_rows(th * tw);
   Tensor in = placeholder(in_shape, DType::kFloat32, "in");
-  // The input with the convolution's one pixel of zeros on top and left and as many as the last
-  // tiles need at the bottom and right; computed per tile and channel block below, a 6x6 block
-  // in L1, so no padded copy of the whole input goes through memory.
-  Tensor padded = compute({in_shape[0], cb, kWinogradAlpha + kWinogradTile * (th - 1),
-                           kWinogradAlpha + kWinogradTile * (tw - 1), b},
-                          [&](const std::vector<Var>& at) {
-                            Expr inside = at[2] >= Expr(1) && at[2] < Expr(h + 1) &&
-                                          at[3] >= Expr(1) && at[3] < Expr(w + 1);
-                            return select(inside, in(at[0], at[1], at[2] - 1, at[3] - 1, at[4]),
-                                          make_float(0.0, DType::kFloat32));
-                          },
-                          "padded", {"p0", "p1", "p2", "p3", "p4"});
   const int tiles_w = static_cast<int>(tw), m = static_cast<int>(kWinogradTile);
-  Tensor out =
-      compute({kWinogradAlpha, kWinogradAlpha, winograd_rows(th * tw), cb, b},
-              [&](const std::vector<Var>& at) {
-                Expr y0 = (at[2] / tiles_w) * m, x0 = (at[2] % tiles_w) * m;
-                // (B^T d B)[e][u] = sum_r Bt[e][r] (sum_s Bt[u][s] d[r][s]); the rows past the last
-                // tile are zeros.
-                Expr transformed = by_value(at[0], 6, [&](int e) {
-                  return by_value(at[1], 6, [&](int u) {
-                    return combination(kBt[e], [&](int r) {
-                      return combination(
-                          kBt[u], [&](int s) { return padded(0, at[3], y0 + r, x0 + s, at[4]); });
-                    });
-                  });
-                });
-                if (winograd_rows(tiles) == tiles) return transformed;
-                return select(at[2] < Expr(tiles), transformed, make_float(0.0, DType::kFloat32));
-              },
-              "out", {"i0", "i1", "i2", "i3", "i4"});
-  // Threads over tiles; per tile and channel block the 36 results unrolled over one vector.
+  // d[r][s] of a tile: the input with the convolution's one pixel of zeros on top and left and as
+  // many as the last tiles need at the bottom and right, read in place (the condition is the same
+  // for every lane, so it costs a branch per vector, not a padded copy).
+  auto window = [&](const Expr& c, const Expr& tile, const Expr& y, const Expr& x,
+                    const Expr& lane) {
+    Expr iy = (tile / tiles_w) * m + y - 1, ix = (tile % tiles_w) * m + x - 1;
+    Expr inside = iy >= Expr(0) && iy < Expr(h) && ix >= Expr(0) && ix < Expr(w);
+    return select(inside, in(0, c, iy, ix, lane), make_float(0.0, DType::kFloat32));
+  };
+  // B^T d B in two passes of six-point transforms, (d B)[r][u] first and then B^T of its
+  // columns: 2 x 36 short combinations per tile where the expanded form makes 36 long ones.
+  Tensor across = compute({kWinogradAlpha, kWinogradAlpha, rows, cb, b},
+                          [&](const std::vector<Var>& at) {
+                            return by_value(at[1], 6, [&](int u) {
+                              return combination(kBt[u], [&](int s) {
+                                return window(at[3], at[2], at[0], Expr(s), at[4]);
+                              });
+                            });
+                          },
+                          "across", {"a0", "a1", "a2", "a3", "a4"});
+  Tensor out = compute(
+      {kWinogradAlpha, kWinogradAlpha, rows, cb, b},
+      [&](const std::vector<Var>& at) {
+        Expr transformed = by_value(at[0], 6, [&](int e) {
+          return combination(kBt[e], [&](int r) { return across(r, at[1], at[2], at[3], at[4]); });
+        });
+        // The rows past the last tile are zeros.
+        if (rows == tiles) return transformed;
+        return select(at[2] < Expr(tiles), transformed, make_float(0.0, DType::kFloat32));
+      },
+      "out", {"i0", "i1", "i2", "i3", "i4"});
+  // Threads over tiles; per tile and channel block both passes unrolled over one vector, their
+  // 36 intermediate vectors in registers or L1.
   return finish_kernel("winograd_input", {in, out},
                        "reorder(i2, i3, i0, i1, i4) ; unroll(i0) ; unroll(i1) ; vectorize(i4) ; "
-                       "compute_at(padded, i3) ; parallel(i2)",
+                       "compute_at(across, i3) ; unroll(a0) ; unroll(a1) ; vectorize(a4) ; "
+                       "parallel(i2)",
                        false);
 }
 
