@@ -195,16 +195,22 @@ TeKernel winograd_output_kernel(const std::vector<int64_t>& out_shape, bool has_
   if (padded && (has_bias || has_residual || act != Activation::kNone))
     throw_internal("a padded Winograd output takes its epilogue in winograd_crop_kernel");
   const int tiles_w = static_cast<int>(tw), m = static_cast<int>(kWinogradTile);
+  // A^T M A in two passes, (A^T M)[i][n] first, as the input transform.
+  Tensor down = compute({kWinogradTile, kWinogradAlpha, winograd_rows(th * tw), ob, b},
+                        [&](const std::vector<Var>& at) {
+                          return by_value(at[0], m, [&](int i) {
+                            return combination(kAt[i], [&](int e) {
+                              return products(e, at[1], at[2], at[3], at[4]);
+                            });
+                          });
+                        },
+                        "down", {"d0", "d1", "d2", "d3", "d4"});
   Tensor transform = compute(
       padded ? winograd_padded_output(out_shape) : out_shape,
       [&](const std::vector<Var>& at) {
         Expr tile = (at[2] / m) * tiles_w + at[3] / m;
-        return by_value(at[2] % m, m, [&](int i) {
-          return by_value(at[3] % m, m, [&](int j) {
-            return combination(kAt[i], [&](int e) {
-              return combination(kAt[j], [&](int n) { return products(e, n, tile, at[1], at[4]); });
-            });
-          });
+        return by_value(at[3] % m, m, [&](int j) {
+          return combination(kAt[j], [&](int n) { return down(at[2] % m, n, tile, at[1], at[4]); });
         });
       },
       "transform",
@@ -218,7 +224,8 @@ TeKernel winograd_output_kernel(const std::vector<int64_t>& out_shape, bool has_
   const std::string tiles =
       "split(ey, 4) ; split(ex, 4) ; reorder(en, ey.outer, ex.outer, ec, ey.inner, ex.inner, eb) "
       "; unroll(ey.inner) ; unroll(ex.inner) ; vectorize(eb) ; fuse(en, ey.outer) ; "
-      "fuse(en.ey.outer.fused, ex.outer) ; parallel(en.ey.outer.fused.ex.outer.fused)";
+      "fuse(en.ey.outer.fused, ex.outer) ; parallel(en.ey.outer.fused.ex.outer.fused) ; "
+      "compute_at(down, ec) ; unroll(d0) ; unroll(d1) ; vectorize(d4)";
   if (padded) return finish_kernel("winograd_output", {products, transform}, tiles, false);
   EpilogueOperands operands(out_shape, has_bias, has_residual);
   return finish_kernel("winograd_output",
