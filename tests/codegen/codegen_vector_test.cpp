@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "codegen/codegen_c.h"
@@ -271,23 +272,24 @@ TEST(CodegenC, MaskedTailKeepsPartialSumsOfLanesPastTheEnd) {
 }
 
 // No vector sqrtf and friends without -ffast-math: the argument is one vector, the calls go lane by
-// lane, and the rest of the body stays vector code; float exp is computed on the whole vector. A
-// call that does not vary with the loop stays scalar.
+// lane, and the rest of the body stays vector code; float exp and sigmoid are computed on the
+// whole vector. A call that does not vary with the loop stays scalar.
 TEST(CodegenC, VectorizedIntrinsicCallsRunLaneByLane) {
   Buffer a = make_buffer("A", kF32, {4, 16});
   Buffer c = make_buffer("C", kF32, {4});
   Buffer b = make_buffer("B", kF32, {4, 16});
   Var i("i"), j("j");
   Expr x = make_load(a, {i, j});
-  Expr value = exp(x) * 2.0 + sqrt(x * x) - exp(make_load(c, {i})) + sigmoid(x);
+  Expr value = exp(x) * 2.0 + sqrt(x * x) - exp(make_load(c, {i})) + sigmoid(x) + tanh(x);
   Program p = make_program(
       "intrinsics", {a, c}, {b},
       make_for(i, 0, 4, kSerial, make_for(j, 0, 16, kVectorized, make_store(b, {i, j}, value))));
   std::string code = codegen_c(p);
   for (const char* piece : {"tsr_f32x16", "__builtin_convertvector(exp_n", "= sqrtf(sqrt_arg[",
-                            "expf(C[i])", "= tsr_sigmoid_f32(sigmoid_arg["}) {
+                            "expf(C[i])", "= tanhf(tanh_arg[", "sigmoid_vec"}) {
     EXPECT_NE(code.find(piece), std::string::npos) << piece << " not in\n" << code;
   }
+  EXPECT_EQ(code.find("tsr_sigmoid_f32"), std::string::npos) << code;
   EXPECT_EQ(code.find("#pragma omp simd"), std::string::npos) << code;
   Module mod = compile_strict(code);
   NDArray av = random_array(a, 8, -3, 3), cv = random_array(c, 9, -3, 3);
@@ -295,8 +297,8 @@ TEST(CodegenC, VectorizedIntrinsicCallsRunLaneByLane) {
   mod.run({&av, &cv, &bv});
   for (size_t n = 0; n < 64; ++n) {
     double v = av.get(n);
-    double e =
-        std::exp(v) * 2.0 + std::abs(v) - std::exp(cv.get(n / 16)) + 1.0 / (1.0 + std::exp(-v));
+    double e = std::exp(v) * 2.0 + std::abs(v) - std::exp(cv.get(n / 16)) +
+               1.0 / (1.0 + std::exp(-v)) + std::tanh(v);
     EXPECT_NEAR(bv.get(n), e, 1e-5 * (1 + std::abs(e))) << n;
   }
 }
@@ -345,6 +347,48 @@ TEST(CodegenC, VectorExpMatchesLibmOverItsRange) {
         EXPECT_NEAR(got, want, 3e-45f) << x;
       } else {
         EXPECT_NEAR(got, want, 4e-7f * want) << x;
+      }
+    }
+  }
+}
+
+// The vector sigmoid (1 / (1 + e^-x) with an exp that only saturates beyond the normal floats)
+// against libm: 0 and 1 at the ends, infinities included, NaN kept.
+TEST(CodegenC, VectorSigmoidMatchesLibmOverItsRange) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> inputs = {
+      -inf,  -200.f, -104.f, -100.f, -89.f, -88.72f, -88.5f, -88.f,         -87.5f, -87.f, -50.f,
+      -10.f, -1.f,   -1e-6f, 0.f,    1e-6f, 0.5f,    1.f,    3.f,           10.f,   17.f,  50.f,
+      86.9f, 87.1f,  88.f,   89.f,   100.f, 200.f,   inf,    std::nanf(""), -0.f,   2.5f};
+  const int n = static_cast<int>(inputs.size());  // 32 values
+  Buffer a = make_buffer("A", kF32, {n});
+  Buffer b = make_buffer("B", kF32, {n});
+  for (int lanes : {32, 16, 8, -16}) {
+    SCOPED_TRACE(lanes);
+    const int width = std::abs(lanes);
+    Var o("o"), i("i");
+    Expr at = o * width + i;
+    Program p = make_program("vsigmoid", {a}, {b},
+                             make_for(o, 0, n / width, kSerial,
+                                      make_for(i, 0, width, kVectorized,
+                                               make_store(b, {at}, sigmoid(make_load(a, {at}))))));
+    std::string code = codegen_c(p);
+    EXPECT_EQ(code.find("tsr_sigmoid_f32"), std::string::npos) << code;  // no call per lane
+    CompileOptions options;
+    options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
+    if (lanes < 0) options.flags.push_back("-mno-avx512f");
+    Module mod = Module::compile(code, options);
+    NDArray av = NDArray::empty(a->shape, kF32), bv = NDArray::empty(b->shape, kF32);
+    for (int64_t k = 0; k < n; ++k) av.set(k, inputs[k]);
+    mod.run({&av, &bv});
+    for (int64_t k = 0; k < n; ++k) {
+      double x = av.get(k), got = bv.get(k), want = 1.0 / (1.0 + std::exp(-x));
+      if (std::isnan(x)) {
+        EXPECT_TRUE(std::isnan(got)) << got;
+      } else {
+        // Below e^-87 the result may flush to 0 (the true value is under 1e-38).
+        EXPECT_NEAR(got, want, 1e-37 + 4e-7 * want) << x;
+        EXPECT_TRUE(got >= 0 && got <= 1) << x << " -> " << got;
       }
     }
   }
