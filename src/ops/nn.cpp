@@ -1,6 +1,7 @@
 #include "ops/nn.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -267,33 +268,31 @@ Tensor bias_add_nchw(const Tensor& x, const Tensor& bias, const std::string& nam
                  name, {"n", "o", "y", "x"});
 }
 
-// erf through exp, so that it runs on whole vectors (erff is one libm call per lane: 11 of BERT's
-// 209 ms). Below |x| = 1 its Taylor series to x^19 (the first term left out is under 2e-8 there,
-// and it is exact near 0); above, Abramowitz and Stegun's 7.1.26, 1 - p(t) e^(-x^2) with
-// t = 1 / (1 + 0.3275911 |x|) (absolute error under 1.5e-7, where erf is above 0.84).
+// erf in arithmetic alone, so that it runs on whole vectors (erff is one libm call per lane: 11
+// of BERT's 209 ms): x P(x^2) / Q(x^2) on x clamped to [-4, 4], where erf(4) rounds to 1 in
+// float32. P and Q (degree 5 each) are a rational fit of erf(x) / x over [0, 4] to a relative
+// error of 2.5e-8, weighted towards minimax; evaluated in float32 the result is within 3.4e-7
+// of erf everywhere and exact at 0 in relative terms. It replaced a Taylor series below 1 and
+// Abramowitz and Stegun's 1 - p(t) e^(-x^2) above, both computed on every lane: BERT's GELU
+// product ran 133 GFLOP/s against 165 for the same product without it (AMD EPYC, Zen 2, AVX2).
 Expr erf_on_vectors(Expr x) {
   const DType type = x.dtype();
   auto c = [&](double v) { return make_float(v, type); };
-  Expr x2 = x * x;
-  // sum over n of (-1)^n x^(2n+1) / (n! (2n+1)), from the last term in (Horner's rule)
-  Expr series = c(0.0);
-  double factorial = 362880;  // 9!
-  for (int n = 9; n >= 0; --n) {
-    series = series * x2 + c((n % 2 == 0 ? 1.0 : -1.0) / (factorial * (2 * n + 1)));
-    factorial /= std::max(n, 1);
+  static constexpr std::array<double, 6> kP = {1.1283791394e+00, 1.9352741520e-01,
+                                               5.3099667393e-02, 3.8826646445e-03,
+                                               2.8456396361e-04, 1.9870874068e-06};
+  static constexpr std::array<double, 6> kQ = {1.0000000000e+00, 5.0484176283e-01,
+                                               1.1534294001e-01, 1.5205870079e-02,
+                                               1.1854319182e-03, 3.7423247766e-05};
+  // The constant first: min and max return their second operand on NaN, which NaN keeps.
+  Expr xc = min(c(4.0), max(c(-4.0), x));
+  Expr s = xc * xc;
+  Expr p = c(kP[5]), q = c(kQ[5]);
+  for (int k = 4; k >= 0; --k) {
+    p = p * s + c(kP[k]);
+    q = q * s + c(kQ[k]);
   }
-  series = series * x * c(M_2_SQRTPI);
-  Expr a = max(x, c(0.0) - x);
-  Expr t = c(1.0) / (c(1.0) + c(0.3275911) * a);
-  Expr p =
-      t *
-      (c(0.254829592) +
-       t * (c(-0.284496736) + t * (c(1.421413741) + t * (c(-1.453152027) + t * c(1.061405429)))));
-  // e^-x^2 no smaller than e^-80, a normal float: below, the product and exp's own scaling would
-  // work on subnormals, which cost a microcode assist per operation, and 1 - p e^-x^2 rounds to 1
-  // from |x| = 4 on anyway.
-  Expr tail = c(1.0) - p * exp(c(0.0) - min(x2, c(80.0)));
-  return select(a < c(1.0), series, select(x < c(0.0), c(0.0) - tail, tail));
+  return xc * p / q;
 }
 
 Expr activate(Activation act, Expr v) {

@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "graph/executor.h"
 #include "graph/passes.h"
 #include "graph/reference.h"
@@ -264,14 +267,37 @@ TEST(OpTable, TanhHoldsAtBothEnds) {
   }
 }
 
-// erf through exp: the Taylor series near 0 (relative accuracy where erf is tiny), Abramowitz and
-// Stegun's form beyond, saturated tails.
+// erf as a rational function of the clamped input: relative accuracy where erf is tiny,
+// saturated tails, infinities and NaN as erff gives them.
 TEST(OpTable, ErfHoldsFromZeroToItsTails) {
   for (double range : {1e-3, 0.7, 1.5, 6.0}) {
     SCOPED_TRACE(range);
     GraphBuilder b(36);
     Graph g = b.finish(b.node("Erf", {b.input({4, 64})}));
     EXPECT_LT(run_against_reference(g, b, -range, range), 4e-7);
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> ends = {-inf, -1e30, -9.0,         -4.0, -3.9, 3.9,   4.0,    9.0,
+                                    1e30, inf,   std::nan(""), 0.0,  -0.0, 1e-30, -1e-30, 2.0};
+  for (int64_t last : {16, 5}) {  // whole vectors, and the scalar loop of a row of 5
+    SCOPED_TRACE(last);
+    GraphBuilder b(36);
+    Graph g = b.finish(b.node("Erf", {b.input({static_cast<int64_t>(ends.size()) / last, last})}));
+    graph::run_default_passes(g);
+    graph::ExecutorParams params;
+    params.threads = 1;
+    graph::Executor ex = graph::Executor::compile(g, params);
+    const std::vector<double> in(ends.begin(), ends.begin() + ends.size() / last * last);
+    ex.input(0).from_doubles(in);
+    ex.run();
+    HostTensor got = ex.output(0);
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (std::isnan(in[i])) {
+        EXPECT_TRUE(std::isnan(got.data[i])) << got.data[i];
+      } else {
+        EXPECT_NEAR(got.data[i], std::erf(in[i]), 3.5e-7 * std::abs(std::erf(in[i]))) << in[i];
+      }
+    }
   }
 }
 
