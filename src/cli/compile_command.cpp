@@ -158,7 +158,7 @@ CompileCommand add_compile_command(CLI::App& app) {
   c.app->add_flag("--no-model-check", a.no_model_check,
                   "With -o, do not profile the model with its default configurations and the "
                   "re-timing's runners-up to keep those that run faster in the model than the "
-                  "tuned ones");
+                  "tuned ones, nor time the tuned model whole against the untuned one");
   add_layout_option(c.app, a.layout);
   add_conv_algorithm_option(c.app, a.conv_algorithm);
   add_tune_all_options(c.app, a.tune, /*allow_zero_trials=*/true);

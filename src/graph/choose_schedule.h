@@ -50,11 +50,13 @@ std::vector<ProgramStrategy> in_model_strategies(const Workload& w);
 std::optional<ProgramStrategy> reversed_order(const Program& program, int threads);
 
 /// With `with_records` compiled from params (params.db set), profiles the model with its tuned
-/// kernels, its default ones and each workload's runners-up of the re-timing, and records in
-/// params which workloads run their default (skip_records) or a runner-up (strategies) because
-/// it ran faster in the model. `log` hears one line per change.
-void choose_in_model(const Graph& g, ExecutorParams& params, const Executor& with_records,
-                     const std::function<void(const std::string&)>& log = {});
+/// kernels, its default ones and each workload's runners-up of the re-timing, in turn, and
+/// records in params which workloads run their default (skip_records) or a runner-up
+/// (strategies) because it ran faster in the model. Then times the chosen model whole against
+/// the untuned one, interleaved, and keeps every default where the chosen one is not faster.
+/// Returns the executor of the choice. `log` hears one line per change.
+Executor choose_in_model(const Graph& g, ExecutorParams& params, Executor with_records,
+                         const std::function<void(const std::string&)>& log = {});
 
 /// The one way from a graph to a compiled model, for `tessera compile`, `tessera run-model` and
 /// the library: plan, choose (with the in-model check where records exist and `in_model_check`),

@@ -357,13 +357,20 @@ TEST(GraphCompileCli, TunesTheModelsWorkloadsAndRunModelUsesTheRecords) {
   EXPECT_NE(r.out.find("db       x2 conv2d_bias_relu:"), std::string::npos) << r.out;
 
   // The library from those records: with the in-model check each tuned kernel is profiled in
-  // the model against its default (which one wins is timing, so only the outcome is checked);
-  // without it, every workload with records runs them.
+  // the model against its default, then a model with any tuned kernel left runs whole against
+  // the untuned one (which wins is timing, so only the outcome is checked: a model that keeps
+  // every default has no tuned kernel); without it, every workload with records runs them.
   std::string lib = ::testing::TempDir() + "/compile_tuned.so";
   testing::CliOutcome checked =
       testing::run_cli("compile " + path + " --trials 0 --threads 1 -o " + lib + " --db " + db);
   ASSERT_EQ(checked.exit_code, 0) << checked.out;
   EXPECT_NE(checked.out.find("compile: wrote " + lib), std::string::npos) << checked.out;
+  const bool none_tuned = checked.out.find(" 0 tuned, ") != std::string::npos;
+  EXPECT_TRUE(none_tuned || checked.out.find("of its untuned time") != std::string::npos)
+      << checked.out;
+  if (checked.out.find("keeps every default configuration") != std::string::npos) {
+    EXPECT_TRUE(none_tuned) << checked.out;
+  }
   testing::CliOutcome unchecked = testing::run_cli(
       "compile " + path + " --trials 0 --threads 1 --no-model-check -o " + lib + " --db " + db);
   ASSERT_EQ(unchecked.exit_code, 0) << unchecked.out;
