@@ -152,6 +152,35 @@ void Planner::add_kernel(const std::string& key, KernelInfo info, std::string co
   add_step(index, std::move(args));
 }
 
+// A Gather of constant consecutive indices along an axis with nothing but ones before it reads
+// one contiguous run of its input (the query, key and value a transformer's attention takes
+// from one projection): a view at that run's start, in elements, rather than a copy. Not for
+// model inputs and outputs, whose arrays the caller provides and reads.
+std::optional<int64_t> Planner::gather_view_start(const Node& n) const {
+  if (n.op != "Gather" || n.inputs.size() != 2 || !g_.is_constant(n.inputs[1]) ||
+      !producer_.count(n.inputs[0]) || g_.is_output(n.outputs[0]))
+    return std::nullopt;
+  const std::vector<int64_t>& x = g_.shape(n.inputs[0]);
+  const auto rank = static_cast<int64_t>(x.size());
+  int64_t axis = n.attr_int("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  const std::vector<double>& indices = g_.constants.at(n.inputs[1]).data;
+  if (indices.empty()) return std::nullopt;
+  int64_t first = static_cast<int64_t>(indices[0]);
+  if (first < 0) first += x[axis];
+  for (size_t i = 0; i < indices.size(); ++i) {
+    int64_t v = static_cast<int64_t>(indices[i]);
+    if (v < 0) v += x[axis];
+    if (v != first + static_cast<int64_t>(i) || v < 0 || v >= x[axis]) return std::nullopt;
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= x[d];
+  if (outer != 1) return std::nullopt;
+  return first * inner;
+}
+
 void Planner::plan_node(const Node& n) {
   const std::string& op = n.op;
   const std::vector<int64_t>& out_shape = g_.shape(n.outputs[0]);
@@ -162,6 +191,10 @@ void Planner::plan_node(const Node& n) {
   // Weights scaled per input channel: their blocked Conv scales its packed copy.
   if (n.attr_int(kScaledWeightsAttr, 0) == 1) return;
   if (int64_t block = n.attr_int(kBlockAttr, 0); block > 0) return plan_blocked(n, block);
+  if (std::optional<int64_t> start = gather_view_start(n)) {
+    slots_[n.outputs[0]] = part_array(slot(n.inputs[0]), *start, out_shape);
+    return;
+  }
   switch (row->lowering) {
     case Lowering::kView:
       slots_[n.outputs[0]] = slot(n.inputs[0]);  // a view: same data, another shape

@@ -42,6 +42,7 @@ class Planner {
 
   // Elements [start, start + size of `shape`) of array `of`, as an array of `shape`: no copy.
   size_t part_array(size_t of, int64_t start, const std::vector<int64_t>& shape);
+  std::optional<int64_t> gather_view_start(const Node& n) const;
 
   // The slot holding a value in NCHW: a runtime input, a node output, or a constant uploaded
   // once; a value produced in channel blocks is converted back here, once.

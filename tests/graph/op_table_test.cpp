@@ -451,6 +451,37 @@ TEST(OpTable, GatherWithConstantIndicesMatchesTheReference) {
   }
 }
 
+// A Gather of consecutive constant indices along a leading axis (attention's query, key and value
+// taken from one projection) reads one contiguous run: a view, no kernel. Along an inner axis, or
+// of a model input, it stays a copy.
+TEST(OpTable, LeadingGathersOfConsecutiveIndicesAreViews) {
+  auto gathers = [](const graph::Executor& ex) {
+    int n = 0;
+    for (const graph::KernelInfo& k : ex.kernels())
+      n += k.workload.find("graph:gather") != std::string::npos;
+    return n;
+  };
+  GraphBuilder b(42);
+  std::string x = b.input({4, 6});
+  std::string h = b.node("Reshape", {b.node("Relu", {x}), b.constant({{2}, {3, 8}, true})});
+  std::string one = b.node("Gather", {h, b.constant({{}, {1}, true})});
+  std::string last_two = b.node("Gather", {h, b.constant({{2}, {1, 2}, true})});
+  std::string first = b.node("Gather", {h, b.constant({{}, {-3}, true})});
+  Graph g = b.finish(b.node("Add", {last_two, b.node("Mul", {one, first})}));
+  graph::Executor ex;
+  EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-6);
+  EXPECT_EQ(gathers(ex), 0);
+
+  GraphBuilder c(43);
+  std::string y = c.input({3, 3});
+  std::string inner =
+      c.node("Gather", {c.node("Relu", {y}), c.constant({{}, {2}, true})}, {{"axis", int64_t{1}}});
+  std::string of_input = c.node("Gather", {y, c.constant({{}, {1}, true})});
+  Graph copies = c.finish(c.node("Add", {inner, c.node("Neg", {of_input})}));
+  EXPECT_LT(run_against_reference(copies, c, -1, 1, &ex), 1e-6);
+  EXPECT_EQ(gathers(ex), 2);
+}
+
 TEST(OpTable, DynamicShapeArithmeticIsOneClearError) {
   GraphBuilder b(26);
   std::string x = b.input({2, 12});
