@@ -53,7 +53,7 @@ int write_library(const graph::Graph& g, const CompileArgs& args) {
         params.db.empty() ? " (no records DB)"
         : params.skip_records.empty()
             ? ""
-            : fmt::format(" ({} faster in the model than tuned)", params.skip_records.size());
+            : fmt::format(" ({} kept there by the in-model check)", params.skip_records.size());
     if (!params.strategies.empty())
       why +=
           fmt::format("; {} tuned kernels run a runner-up of their re-timing, faster in the model",

@@ -17,7 +17,8 @@ struct CompileArgs {
   std::string output;                   // -o model.so; empty: tune only
   std::string layout = "nchwc";         // nchwc: channel blocks between convolutions; nchw: none
   std::string conv_algorithm = "auto";  // auto: Winograd where it pays; direct: never
-  // -o: keep defaults that run faster in the model than tuned kernels (off: --no-model-check)
+  // -o: keep defaults that run faster in the model than tuned kernels, per kernel and whole (off:
+  // --no-model-check)
   bool no_model_check = false;
 };
 
