@@ -247,6 +247,7 @@ Executor choose_in_model(const Graph& g, ExecutorParams& params, Executor with_r
         it->second = {ms.at(w), strategy};
     }
   }
+  trials.clear();  // their weights and arenas, before the chosen model is built
   std::set<std::string> tuned;
   for (const KernelInfo& k : with_records.kernels()) {
     if (k.schedule != "db") continue;
