@@ -93,6 +93,7 @@ int tune_task_list(const std::vector<TaskSpec>& specs, const TuneAllArgs& args) 
     j["trials"] = r.trials;
     j["total_latency_ms"] = std::isfinite(r.total_latency_s) ? r.total_latency_s * 1e3 : -1.0;
     j["seconds"] = r.seconds;
+    j["out_of_time"] = r.out_of_time;
     j["transfer"] = transfer_json(r.transfer);
     j["global_refreshes"] = r.global_refreshes;
     j["global_seconds"] = r.global_seconds;
@@ -125,13 +126,20 @@ int tune_task_list(const std::vector<TaskSpec>& specs, const TuneAllArgs& args) 
                                t.task.weight > 1 ? fmt::format(" (x{})", t.task.weight) : "",
                                t.stopped ? " (stopped)" : "");
     }
-    std::cout << fmt::format("total        {:>7} trials, sum of best latencies {}, {:.1f} s\n",
-                             r.trials, latency_text(r.total_latency_s), r.seconds);
+    std::cout << fmt::format("total        {:>7} trials, sum of best latencies {}, {:.1f} s{}\n",
+                             r.trials, latency_text(r.total_latency_s), r.seconds,
+                             r.out_of_time ? " (the time budget ended the trials)" : "");
     std::cout << "model        " << transfer_text(r.transfer)
               << fmt::format(", {} refreshes of the global model, {:.1f} s\n", r.global_refreshes,
                              r.global_seconds);
   }
   for (const TaskReport& t : r.tasks) {
+    // A task the time budget left without a trial has no kernel to show, which is no failure.
+    if (r.out_of_time && t.result.trials == 0 && t.result.resumed == 0) {
+      std::cerr << fmt::format("tune-all: the time budget ended the trials before {} had one\n",
+                               task_label(t.task));
+      continue;
+    }
     if (t.result.best_gflops <= 0) return 1;  // a task without a working kernel
   }
   return 0;
@@ -185,6 +193,11 @@ void add_tune_all_options(CLI::App* app, TuneAllArgs& a, bool allow_zero_trials)
   app->add_option("--batch", a.params.tune.batch_size, "Trials per allocation to one task")
       ->check(positive_number());
   add_retime_options(app, a.params.tune);
+  app->add_option("--time-budget", a.params.time_budget_s,
+                  "Wall seconds for the trials (the re-timing after them not counted): a batch is "
+                  "cut to what the time left affords at the run's pace, and none starts once it "
+                  "is spent (0, the default: no limit)")
+      ->check(CLI::NonNegativeNumber);
   app->add_option(
          "--task-early-stop", a.params.scheduler.early_stop,
          "Rest a task after this many trials without a better best, until every task rests "

@@ -186,6 +186,16 @@ TuneAllResult tune_all(const std::vector<TaskSpec>& specs, const TuneAllParams& 
   bool warned_busy = false;
   while (std::optional<std::pair<int, int>> next = scheduler.next()) {
     auto [i, n] = *next;
+    if (params.time_budget_s > 0 && scheduler.trials_done() > 0) {
+      const double elapsed = seconds_since(start), left = params.time_budget_s - elapsed;
+      const double per_trial = elapsed / scheduler.trials_done();
+      const int affordable = left > 0 ? static_cast<int>(left / per_trial) : 0;
+      if (affordable < 1) {
+        result.out_of_time = true;
+        break;
+      }
+      n = std::min(n, affordable);
+    }
     TuneSession& s = *sessions[static_cast<size_t>(i)];
     if (transfer && s.accepts_global()) refresh_global(s);
     int measured = s.step(n);

@@ -36,6 +36,9 @@ std::vector<Task> dedup_tasks(const std::vector<TaskSpec>& specs);
 struct TuneAllParams {
   TuneParams tune;  // tune.trials is the total budget; tune.transfer "auto" means on
   SchedulerParams scheduler;
+  /// Wall seconds for the trials (not the re-timing after them); 0: no limit. A batch is cut to
+  /// the trials the time left affords at the run's pace so far, and none starts once it is spent.
+  double time_budget_s = 0;
 };
 
 struct TaskReport {
@@ -64,6 +67,7 @@ using TuneAllProgressFn = std::function<void(const TuneAllProgress&)>;
 struct TuneAllResult {
   std::vector<TaskReport> tasks;
   int trials = 0;
+  bool out_of_time = false;  // the time budget ended the trials before the trial budget did
   double total_latency_s = 0;
   double seconds = 0;
   TransferInfo transfer;

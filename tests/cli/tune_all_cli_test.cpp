@@ -100,6 +100,33 @@ TEST(CliTuneAll, PredictedSchedulerWarmsUpOnHalfTheBudget) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
 }
 
+// A time budget that the first batch already spends ends the trials there, short of the trial
+// budget, and says so; without one the same run takes every trial.
+TEST(CliTuneAll, ATimeBudgetEndsTheTrialsWhenSpent) {
+  std::string list = temp_path("budget.txt"), db = temp_path("budget.db");
+  std::ofstream(list) << "a matmul:M=16,N=16,K=16\nb matmul:M=32,N=16,K=16\n";
+  const std::string run =
+      "tune-all " + list +
+      " --trials 12 --batch 2 --retime 0 --threads 1 --scheduler gradient --db " + db + " --json";
+  auto o = run_cli(run + " --time-budget 0.001");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  // The JSON, then (stderr) the task the budget left out.
+  const size_t open = o.out.find("\n{\n") + 1, close = o.out.rfind("\n}\n") + 2;
+  nlohmann::json j = nlohmann::json::parse(o.out.substr(open, close - open));
+  EXPECT_EQ(j["trials"], 2);
+  EXPECT_TRUE(j["out_of_time"].get<bool>());
+  EXPECT_NE(o.out.find("the time budget ended the trials before b had one"), std::string::npos)
+      << o.out;
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+  auto unlimited = run_cli(run);
+  ASSERT_EQ(unlimited.exit_code, 0) << unlimited.out;
+  j = nlohmann::json::parse(unlimited.out.substr(unlimited.out.find("\n{\n") + 1));
+  EXPECT_EQ(j["trials"], 12);
+  EXPECT_FALSE(j["out_of_time"].get<bool>());
+  std::filesystem::remove(list);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+}
+
 TEST(CliTuneAll, ShortRunPrintsEveryTaskAndTheTransfer) {
   std::string list = temp_path("two.txt"), db = temp_path("two.db");
   std::ofstream(list) << "small matmul:M=16,N=16,K=16\nother matmul:M=32,N=16,K=16\n";
