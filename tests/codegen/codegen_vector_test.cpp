@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -303,42 +304,58 @@ TEST(CodegenC, VectorizedIntrinsicCallsRunLaneByLane) {
   }
 }
 
+// The lanes the vector intrinsic tests run: 32 (the portable path: no AVX-512 instruction is
+// that wide; without AVX-512, chunks of 8), 16 and 8 (vscalefps where the compiler targets
+// AVX-512), and 16 compiled without AVX-512 (chunks of 8), written as -16.
+constexpr int kIntrinsicLanes[] = {32, 16, 8, -16};
+
+struct UnaryRun {
+  std::string code;
+  std::vector<double> out;
+};
+
+// out[k] = f(inputs[k]) in a loop vectorized over |lanes| lanes, compiled without warnings (and
+// without AVX-512 where lanes < 0).
+UnaryRun run_unary_vector(const std::vector<float>& inputs, int lanes,
+                          const std::function<Expr(Expr)>& f) {
+  const int n = static_cast<int>(inputs.size()), width = std::abs(lanes);
+  Buffer a = make_buffer("A", kF32, {n});
+  Buffer b = make_buffer("B", kF32, {n});
+  Var o("o"), i("i");
+  Expr at = o * width + i;
+  Program p = make_program(
+      "unary", {a}, {b},
+      make_for(o, 0, n / width, kSerial,
+               make_for(i, 0, width, kVectorized, make_store(b, {at}, f(make_load(a, {at}))))));
+  UnaryRun run{codegen_c(p), {}};
+  CompileOptions options;
+  options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
+  if (lanes < 0) options.flags.push_back("-mno-avx512f");
+  Module mod = Module::compile(run.code, options);
+  NDArray av = NDArray::empty(a->shape, kF32), bv = NDArray::empty(b->shape, kF32);
+  for (int64_t k = 0; k < n; ++k) av.set(k, inputs[k]);
+  mod.run({&av, &bv});
+  for (int64_t k = 0; k < n; ++k) run.out.push_back(bv.get(k));
+  return run;
+}
+
 // The vector exp against libm over its whole range: overflow to inf, results down to the
 // denormals and zero, NaN kept.
 TEST(CodegenC, VectorExpMatchesLibmOverItsRange) {
-  const std::vector<float> inputs = {
+  std::vector<float> inputs = {
       -200.f, -104.5f, -103.9f, -100.f,  -90.f,  -87.5f,  -87.3f,        -50.f, -10.f, -1.f,
       -1e-6f, 0.f,     1e-6f,   0.25f,   0.5f,   0.6931f, 1.f,           3.f,   10.f,  50.f,
       80.f,   88.f,    88.72f,  88.722f, 88.73f, 100.f,   std::nanf(""), -0.f,  2.5f,  -2.5f};
-  const int n = static_cast<int>(inputs.size()) + 2;  // 32 values
-  Buffer a = make_buffer("A", kF32, {n});
-  Buffer b = make_buffer("B", kF32, {n});
-  // 32 lanes (the portable path: no AVX-512 instruction is that wide; without AVX-512, chunks of
-  // 8), 16 and 8 lanes (vscalefps where the compiler targets AVX-512), and 16 lanes compiled
-  // without AVX-512 (chunks of 8).
-  for (int lanes : {32, 16, 8, -16}) {
+  while (inputs.size() < 32) inputs.push_back(0.125f * static_cast<float>(inputs.size()));
+  for (int lanes : kIntrinsicLanes) {
     SCOPED_TRACE(lanes);
     const int width = std::abs(lanes);
-    Var o("o"), i("i");
-    Expr at = o * width + i;
-    Program p = make_program(
-        "vexp", {a}, {b},
-        make_for(o, 0, n / width, kSerial,
-                 make_for(i, 0, width, kVectorized, make_store(b, {at}, exp(make_load(a, {at}))))));
-    std::string code = codegen_c(p);
+    UnaryRun run = run_unary_vector(inputs, lanes, [](Expr x) { return exp(x); });
     // Vectors wider than 8 lanes have an AVX-512 form and one of 8-lane chunks for AVX2.
-    EXPECT_EQ(code.find("_mm512_scalef_ps") != std::string::npos, width == 16) << code;
-    EXPECT_EQ(code.find("i_chunk") != std::string::npos, width > 8) << code;
-    CompileOptions options;
-    options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
-    if (lanes < 0) options.flags.push_back("-mno-avx512f");
-    Module mod = Module::compile(code, options);
-    NDArray av = NDArray::empty(a->shape, kF32), bv = NDArray::empty(b->shape, kF32);
-    for (int64_t k = 0; k < n; ++k) av.set(k, k < int64_t(inputs.size()) ? inputs[k] : 0.125 * k);
-    mod.run({&av, &bv});
-    for (int64_t k = 0; k < n; ++k) {
-      float x = static_cast<float>(av.get(k)), got = static_cast<float>(bv.get(k)),
-            want = std::exp(x);
+    EXPECT_EQ(run.code.find("_mm512_scalef_ps") != std::string::npos, width == 16) << run.code;
+    EXPECT_EQ(run.code.find("i_chunk") != std::string::npos, width > 8) << run.code;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      float x = inputs[k], got = static_cast<float>(run.out[k]), want = std::exp(x);
       if (std::isnan(x)) {
         EXPECT_TRUE(std::isnan(got)) << got;
       } else if (std::isinf(want)) {
@@ -360,29 +377,12 @@ TEST(CodegenC, VectorSigmoidMatchesLibmOverItsRange) {
       -inf,  -200.f, -104.f, -100.f, -89.f, -88.72f, -88.5f, -88.f,         -87.5f, -87.f, -50.f,
       -10.f, -1.f,   -1e-6f, 0.f,    1e-6f, 0.5f,    1.f,    3.f,           10.f,   17.f,  50.f,
       86.9f, 87.1f,  88.f,   89.f,   100.f, 200.f,   inf,    std::nanf(""), -0.f,   2.5f};
-  const int n = static_cast<int>(inputs.size());  // 32 values
-  Buffer a = make_buffer("A", kF32, {n});
-  Buffer b = make_buffer("B", kF32, {n});
-  for (int lanes : {32, 16, 8, -16}) {
+  for (int lanes : kIntrinsicLanes) {
     SCOPED_TRACE(lanes);
-    const int width = std::abs(lanes);
-    Var o("o"), i("i");
-    Expr at = o * width + i;
-    Program p = make_program("vsigmoid", {a}, {b},
-                             make_for(o, 0, n / width, kSerial,
-                                      make_for(i, 0, width, kVectorized,
-                                               make_store(b, {at}, sigmoid(make_load(a, {at}))))));
-    std::string code = codegen_c(p);
-    EXPECT_EQ(code.find("tsr_sigmoid_f32"), std::string::npos) << code;  // no call per lane
-    CompileOptions options;
-    options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
-    if (lanes < 0) options.flags.push_back("-mno-avx512f");
-    Module mod = Module::compile(code, options);
-    NDArray av = NDArray::empty(a->shape, kF32), bv = NDArray::empty(b->shape, kF32);
-    for (int64_t k = 0; k < n; ++k) av.set(k, inputs[k]);
-    mod.run({&av, &bv});
-    for (int64_t k = 0; k < n; ++k) {
-      double x = av.get(k), got = bv.get(k), want = 1.0 / (1.0 + std::exp(-x));
+    UnaryRun run = run_unary_vector(inputs, lanes, [](Expr x) { return sigmoid(x); });
+    EXPECT_EQ(run.code.find("tsr_sigmoid_f32"), std::string::npos) << run.code;  // no libm call
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      double x = inputs[k], got = run.out[k], want = 1.0 / (1.0 + std::exp(-x));
       if (std::isnan(x)) {
         EXPECT_TRUE(std::isnan(got)) << got;
       } else {
