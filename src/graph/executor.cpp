@@ -13,6 +13,7 @@
 #include "graph/choose_schedule.h"
 #include "graph/kernels.h"
 #include "graph/op_attrs.h"
+#include "graph/op_rows.h"
 #include "graph/op_table.h"
 #include "graph/passes.h"
 #include "graph/planner.h"
@@ -29,7 +30,7 @@ std::string kernel_entry(size_t index) {
 namespace {
 
 // Rows of the last dimension: the 2-D [M, N] view the library's elementwise ops take.
-std::pair<int64_t, int64_t> rows(const std::vector<int64_t>& shape) {
+std::pair<int64_t, int64_t> as_rows(const std::vector<int64_t>& shape) {
   int64_t last = shape.empty() ? 1 : shape.back();
   return {num_elements(shape) / last, last};
 }
@@ -160,25 +161,14 @@ std::optional<int64_t> Planner::gather_view_start(const Node& n) const {
   if (n.op != "Gather" || n.inputs.size() != 2 || !g_.is_constant(n.inputs[1]) ||
       !producer_.count(n.inputs[0]) || g_.is_output(n.outputs[0]))
     return std::nullopt;
+  const rows::GatherSpec s = rows::gather_spec(n, g_);
+  if (s.indices.empty()) return std::nullopt;
+  for (size_t i = 1; i < s.indices.size(); ++i)
+    if (s.indices[i] != s.indices[0] + static_cast<int64_t>(i)) return std::nullopt;
   const std::vector<int64_t>& x = g_.shape(n.inputs[0]);
-  const auto rank = static_cast<int64_t>(x.size());
-  int64_t axis = n.attr_int("axis", 0);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return std::nullopt;
-  const std::vector<double>& indices = g_.constants.at(n.inputs[1]).data;
-  if (indices.empty()) return std::nullopt;
-  int64_t first = static_cast<int64_t>(indices[0]);
-  if (first < 0) first += x[axis];
-  for (size_t i = 0; i < indices.size(); ++i) {
-    int64_t v = static_cast<int64_t>(indices[i]);
-    if (v < 0) v += x[axis];
-    if (v != first + static_cast<int64_t>(i) || v < 0 || v >= x[axis]) return std::nullopt;
-  }
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x[d];
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= x[d];
+  const auto [outer, inner] = rows::split_at(x, s.axis);
   if (outer != 1) return std::nullopt;
-  return first * inner;
+  return s.indices[0] * (inner / x[s.axis]);
 }
 
 void Planner::plan_node(const Node& n) {
@@ -230,13 +220,13 @@ void Planner::plan_node(const Node& n) {
       return plan_elementwise_chain(n, chain, 0);
   }
   if (op == "Relu") {
-    auto [m, nn] = rows(out_shape);
+    auto [m, nn] = as_rows(out_shape);
     return library_step(fmt::format("relu:M={},N={}", m, nn), {slot(n.inputs[0]), output_slot(n)});
   }
   if (op == "Add") {
     const auto& a = g_.shape(n.inputs[0]);
     const auto& b = g_.shape(n.inputs[1]);
-    auto [m, nn] = rows(out_shape);
+    auto [m, nn] = as_rows(out_shape);
     if (a == b)
       return library_step(fmt::format("add:M={},N={}", m, nn),
                           {slot(n.inputs[0]), slot(n.inputs[1]), output_slot(n)});

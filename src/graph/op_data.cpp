@@ -366,10 +366,9 @@ OpDef expand() {
   return d;
 }
 
-struct GatherSpec {
-  int64_t axis = 0;
-  std::vector<int64_t> indices, index_shape, out;
-};
+}  // namespace
+
+namespace rows {
 
 // Indices not known until run time (token ids of an integer input) leave `indices` empty.
 GatherSpec gather_spec(const Node& n, const Graph& g) {
@@ -390,6 +389,10 @@ GatherSpec gather_spec(const Node& n, const Graph& g) {
   s.out.insert(s.out.end(), x.begin() + s.axis + 1, x.end());
   return s;
 }
+
+}  // namespace rows
+
+namespace {
 
 // Gather with constant indices, or with ids a runtime integer input holds (an embedding lookup
 // of token ids): those the kernel reads, clamped into the table as onnxruntime would refuse them.

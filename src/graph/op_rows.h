@@ -32,6 +32,14 @@ Expr as_float(Expr cond);
 /// Rows and columns of a tensor split at `axis`: everything before it, everything from it on.
 std::pair<int64_t, int64_t> split_at(const std::vector<int64_t>& shape, int64_t axis);
 
+/// A Gather's axis (normalized), its constant indices (each counted from the front; empty when
+/// the indices are a runtime input), the indices' shape and the output's shape.
+struct GatherSpec {
+  int64_t axis = 0;
+  std::vector<int64_t> indices, index_shape, out;
+};
+GatherSpec gather_spec(const Node& n, const Graph& g);
+
 }  // namespace rows
 
 /// The families of rows, in the files that define them.
