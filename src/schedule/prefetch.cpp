@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "schedule/location.h"
 #include "schedule/loop_tools.h"
@@ -213,6 +214,50 @@ ProgramStrategy prefetch_next(const std::string& buffer, const std::string& oute
                           make_seq({make_seq(std::move(hints)), inner_loop.body}));
         });
   });
+}
+
+namespace {
+
+// Stores one execution of `s` runs: nested loops multiply, a vectorized loop is one store.
+int64_t stores_run(const Stmt& s) {
+  if (const auto* f = s.as<ForNode>())
+    return (f->for_kind == ForKind::kVectorized ? 1 : f->extent) * stores_run(f->body);
+  if (s.as<StoreNode>()) return 1;
+  if (const auto* a = s.as<AllocateNode>()) return stores_run(a->body);
+  if (const auto* q = s.as<SeqNode>()) {
+    int64_t n = 0;
+    for (const Stmt& c : q->stmts) n += stores_run(c);
+    return n;
+  }
+  if (const auto* i = s.as<IfThenElseNode>())
+    return std::max(stores_run(i->then_case),
+                    i->else_case.defined() ? stores_run(i->else_case) : int64_t{0});
+  return 0;
+}
+
+void lower_stores_per_hint(const Stmt& s, int64_t& fewest) {
+  if (const auto* f = s.as<ForNode>()) {
+    int64_t hints = 0;
+    if (const auto* q = f->body.as<SeqNode>())
+      for (const Stmt& c : q->stmts) hints += c.as<PrefetchNode>() != nullptr;
+    if (hints > 0) fewest = std::min(fewest, stores_run(f->body) / hints);
+    return lower_stores_per_hint(f->body, fewest);
+  }
+  if (const auto* a = s.as<AllocateNode>()) return lower_stores_per_hint(a->body, fewest);
+  if (const auto* q = s.as<SeqNode>())
+    for (const Stmt& c : q->stmts) lower_stores_per_hint(c, fewest);
+  if (const auto* i = s.as<IfThenElseNode>()) {
+    lower_stores_per_hint(i->then_case, fewest);
+    if (i->else_case.defined()) lower_stores_per_hint(i->else_case, fewest);
+  }
+}
+
+}  // namespace
+
+int64_t stores_per_hint(const Program& program) {
+  int64_t fewest = std::numeric_limits<int64_t>::max();
+  lower_stores_per_hint(program.body, fewest);
+  return fewest;
 }
 
 }  // namespace tessera

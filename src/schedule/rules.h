@@ -94,5 +94,9 @@ ProgramStrategy prefetch(const std::string& buffer, const std::string& loop, int
 /// otherwise wait on DRAM. Values are unchanged; apply it last.
 ProgramStrategy prefetch_next(const std::string& buffer, const std::string& outer,
                               const std::string& inner);
+/// The fewest stores (a vector store counting once) that one cache hint of `program` shares an
+/// iteration with: for each loop whose body holds hints, the stores one iteration runs divided
+/// by its hints. A large number when the program has no hint.
+int64_t stores_per_hint(const Program& program);
 
 }  // namespace tessera

@@ -2,11 +2,13 @@
 // shape of the result, numeric checks (interpreter and compiled), and refusals naming the rule.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 #include "ops/evaluate.h"
 #include "schedule/library.h"
 #include "schedule/location.h"
+#include "schedule/rules.h"
 #include "schedule/stage_tools.h"
 #include "schedule/strategy_parser.h"
 #include "test_util.h"
@@ -571,6 +573,12 @@ TEST(StageRules, PrefetchNextHintsTheNextIterationsLinesSpreadOverAnInnerLoop) {
   lines.clear();
   for (int64_t e : spread) lines.insert(e / 16);
   EXPECT_EQ(lines.size(), 64u);
+
+  // What a hint shares its iteration with: a register tile of 6 x 2 vector stores and a hint per
+  // step of k; four steps of k and four hints per step of k.outer.
+  EXPECT_EQ(stores_per_hint(p), 12);
+  EXPECT_EQ(stores_per_hint(few), 12);
+  EXPECT_EQ(stores_per_hint(apply_ok(op, tiled)), std::numeric_limits<int64_t>::max());
 
   expect_refused(p, "prefetch_next(W, j.outer, k)", "W is prefetched in loop j.outer already");
   Program plain = apply_ok(op, tiled);
