@@ -161,6 +161,8 @@ CompileCommand add_compile_command(CLI::App& app) {
                   "tuned ones, nor time the tuned model whole against the untuned one");
   add_layout_option(c.app, a.layout);
   add_conv_algorithm_option(c.app, a.conv_algorithm);
+  // A model's kernels are tuned as they run in it.
+  a.tune.timing = "in-model";
   add_tune_all_options(c.app, a.tune, /*allow_zero_trials=*/true);
   return c;
 }

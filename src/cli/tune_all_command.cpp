@@ -80,6 +80,7 @@ int tune_task_list(const std::vector<TaskSpec>& specs, const TuneAllArgs& args) 
   try {
     MeasureParams measure;
     measure.run.threads = args.threads;
+    measure.as_in_model = args.timing == "in-model";
     TuneAllParams params = args.params;
     params.scheduler.batch_size = params.tune.batch_size;
     params.scheduler.policy = parse_scheduler_policy(args.scheduler);
@@ -208,6 +209,12 @@ void add_tune_all_options(CLI::App* app, TuneAllArgs& a, bool allow_zero_trials)
                   "forecasts the most model time saved; a task whose model forecasts no gain "
                   "rests) or gradient (Ansor's task scheduler)")
       ->check(CLI::IsMember({"gradient", "predicted"}));
+  app->add_option("--timing", a.timing,
+                  "How candidates are timed: alone (back to back, operands in cache) or in-model "
+                  "(with the model's cache hints, weights and output flushed before each run, "
+                  "the input in cache; filed apart from records timed alone) (default: " +
+                      a.timing + ")")
+      ->check(CLI::IsMember({"alone", "in-model"}));
   app->add_option("--db", a.db, "Records DB (SQLite; created on first use)")->check(db_path());
   app->add_option("--threads,-t", a.threads,
                   "Threads of the measured kernels (0, the default: all cores)")

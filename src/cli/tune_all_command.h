@@ -18,6 +18,9 @@ struct TuneAllArgs {
   std::string db = "tessera.db";
   std::string scheduler = "predicted";  // parsed by parse_scheduler_policy
   int threads = 0;
+  // "in-model": candidates timed as they run in a model (MeasureParams::as_in_model), under
+  // their own target key; "alone": back to back with their operands in cache.
+  std::string timing = "alone";
   bool json = false;
 };
 

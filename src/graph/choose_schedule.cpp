@@ -9,8 +9,8 @@
 #include <set>
 
 #include "measure/target.h"
+#include "ops/in_model.h"
 #include "ops/templates.h"
-#include "runtime/isa.h"
 #include "runtime/module.h"
 #include "schedule/rules.h"
 #include "schedule/stage_tools.h"
@@ -35,54 +35,6 @@ Config first_values_config(const ConfigSpace& space, bool parallel) {
   return c;
 }
 
-// What a kernel needs in a model and not alone. Tuning times a convolution back to back, its
-// weights in cache, so it cannot see that in a model (ResNet-18: 54 MB of weights, more than
-// the L3) a layer's weights come from DRAM; there the hardware prefetcher trails the weight
-// stream, and hints 16 KB ahead hide the misses (7x7x512 with its weights flushed: 1.11 ->
-// 0.88 ms; in cache 0.674 -> 0.677, Xeon AVX-512, 2 threads). Below a megabyte of weights
-// (MobileNet-v2's layers, 14 MB in all) the hints only cost issue slots.
-std::vector<ProgramStrategy> in_model_strategies(const Workload& w) {
-  if (w.op == "conv2d_nchwc") {
-    const int64_t k = w.get("K");
-    const int64_t weight_bytes = w.get("O") * w.get("C") * k * k * 4;
-    if (weight_bytes < (int64_t{1} << 20)) return {};
-    // Each step of ib moves the weights on by one output block of floats.
-    const int64_t step_bytes = w.get_or("CB", 16) * 4;
-    return {prefetch("weight", "ib", 16 * 1024 / step_bytes)};
-  }
-  // A pre-packed dense reads each column block's panel of weights whole in its first row tile
-  // and from L2 in the others, so that first tile waits on DRAM in a model (BERT-base: 340 MB of
-  // weights per inference); the next panel hinted across the current one's row tiles hides it
-  // (768 x 3072 with its weights out of cache: 297 -> 325 GFLOP/s, in cache 334 -> 343, Xeon
-  // AVX-512, 2 threads). With a kc block the steps of k inside are k.inner.outer.
-  if (w.op == "dense" && w.get_or("WB", 0) > 0 && w.get("O") * w.get("I") * 4 >= (1 << 20))
-    return {prefetch_next("W", "j.outer", "k.outer"),
-            prefetch_next("W", "j.outer", "k.inner.outer")};
-  // A batched product reads each column panel of its right operand once per row tile, and the
-  // panel's rows lie a whole row of B apart, a page or more: the hardware prefetchers stop at
-  // each page, and Winograd's transformed weights come from DRAM in a model. The next panel
-  // hinted took ResNet-50's 14x14x256 products from 5.3-5.6 to 3.5-3.7 ms (five layers) and its
-  // 28x28x128 ones from 1.7 to 1.1-1.6 (AMD EPYC, Zen 2, AVX2, 2 threads); alone, with the
-  // operand in cache, the hints cost 184 -> 147 GFLOP/s, so they stay an in-model strategy.
-  if (w.op == "batch_matmul" && w.get("B") * w.get("K") * w.get("N") * 4 >= (1 << 20))
-    return {prefetch_next("B", "j.outer", "k.outer")};
-  return {};
-}
-
-namespace {
-
-// Where a hint pays depends on the machine. On the AVX-512 Xeon the hints above paid even one to a
-// dozen stores. On AVX2 (AMD EPYC, Zen 2) the hardware prefetchers keep up with weights from DRAM
-// (a dense with its weights out of cache: 3.02 -> 3.24 ms unhinted), and a hint beside few stores
-// only costs issue slots: a tuned dense whose k loop steps by one, a hint per 12 vector FMAs, ran
-// 4.1 ms in BERT against 3.2 without; the convolutions' hints (a store per 6) cost ResNet-50 and
-// ResNet-18 2% each. The defaults' dense and batched products, a hint per 96 stores, gain there.
-int64_t min_stores_per_hint() {
-  return target_isa().name == "avx512" ? 0 : 32;
-}
-
-}  // namespace
-
 std::optional<ProgramStrategy> reversed_order(const Program& program, int threads) {
   const ForNode* rows = find_loop(program, "j.outer");
   if (!rows) return std::nullopt;
@@ -94,10 +46,21 @@ std::optional<ProgramStrategy> reversed_order(const Program& program, int thread
   return seq(split("j.outer", share), reverse("j.outer.inner"));
 }
 
+namespace {
+
+// The records a model's kernels run: those timed as in a model where a workload has any, else
+// those timed alone.
+std::vector<std::string> model_target_keys() {
+  const Target alone = detect_target();
+  return {alone.in_model().key(), alone.key()};
+}
+
+}  // namespace
+
 ScheduleChooser::ScheduleChooser(const ExecutorParams& params) : params_(params) {
   if (!params.db.empty()) {
     db_.emplace(RecordDb::open(params.db, RecordDb::Mode::kReadOnly));
-    target_key_ = detect_target().key();
+    target_keys_ = model_target_keys();
   }
 }
 
@@ -110,7 +73,12 @@ ChosenSchedule ScheduleChooser::choose(const std::string& key) const {
   if (auto chosen = params_.strategies.find(key); chosen != params_.strategies.end()) {
     strategy = chosen->second;
   } else if (db_ && !params_.skip_records.count(key)) {
-    if (std::optional<Record> best = db_->best(key, target_key_)) strategy = best->result.strategy;
+    for (const std::string& target : target_keys_) {
+      if (std::optional<Record> best = db_->best(key, target)) {
+        strategy = best->result.strategy;
+        break;
+      }
+    }
   }
   if (strategy) {
     RewriteResult<Program> r = parse_strategy(*strategy)(op.program);
@@ -135,14 +103,8 @@ ChosenSchedule ScheduleChooser::choose(const std::string& key) const {
       break;
     }
   }
-  for (const ProgramStrategy& in_model : in_model_strategies(w)) {
-    RewriteResult<Program> r = in_model(program);
-    if (r && stores_per_hint(r.program()) >= min_stores_per_hint()) {
-      program = r.program();
-      info.in_model = in_model.text();
-      break;
-    }
-  }
+  program = with_in_model_hints(w, std::move(program), &info.in_model);
+
   return {std::move(program), std::move(info)};
 }
 
@@ -194,11 +156,13 @@ std::map<std::string, std::vector<std::string>> runners_up(const Executor& with_
                                                            const std::string& db_path,
                                                            size_t most) {
   RecordDb db = RecordDb::open(db_path, RecordDb::Mode::kReadOnly);
-  const std::string target = detect_target().key();
+  const std::vector<std::string> targets = model_target_keys();
   std::map<std::string, std::vector<std::string>> out;
   for (const KernelInfo& k : with_records.kernels()) {
     if (k.schedule != "db") continue;
-    std::optional<Pick> pick = db.current_pick(k.workload, target);
+    std::optional<Pick> pick;
+    for (const std::string& target : targets)
+      if (!pick) pick = db.current_pick(k.workload, target);
     if (!pick) continue;
     std::vector<PickCandidate> c = pick->candidates;
     std::stable_sort(c.begin(), c.end(), [](const PickCandidate& a, const PickCandidate& b) {

@@ -31,18 +31,14 @@ class ScheduleChooser {
 
  private:
   ExecutorParams params_;
-  mutable std::optional<RecordDb> db_;  // queries prepare statements
-  std::string target_key_;
+  mutable std::optional<RecordDb> db_;    // queries prepare statements
+  std::vector<std::string> target_keys_;  // model_target_keys(), with a records DB
 };
 
 /// Every knob at its first value, except that the outer loop runs in parallel where a
 /// `parallel` knob offers it: the fallback for a kernel whose default configuration
 /// (ops/templates.h) does not apply.
 Config first_values_config(const ConfigSpace& space, bool parallel);
-
-/// What a kernel needs in a model and not alone (weights prefetched): candidates in order, of
-/// which the first that applies to the kernel's program is used; empty if nothing.
-std::vector<ProgramStrategy> in_model_strategies(const Workload& w);
 
 /// The same kernel with its output rows (`j.outer`) in the opposite order, each thread's share
 /// reversed in place when the loop is parallel over `threads`, for a step that alternates

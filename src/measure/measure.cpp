@@ -1,8 +1,10 @@
 #include "measure/measure.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "codegen/codegen_c.h"
+#include "ops/in_model.h"
 #include "ops/workload.h"
 #include "schedule/strategy_parser.h"
 #include "te/dtype.h"
@@ -18,7 +20,8 @@ int64_t now_ms() {
 }
 
 // Fills the canonical names and returns the C source, or sets an instantiation error.
-std::optional<std::string> instantiate_candidate(const MeasureInput& in, MeasureResult& r) {
+std::optional<std::string> instantiate_candidate(const MeasureInput& in, bool as_in_model,
+                                                 MeasureResult& r) {
   r.workload = in.workload;
   r.strategy = in.strategy;
   try {
@@ -36,6 +39,7 @@ std::optional<std::string> instantiate_candidate(const MeasureInput& in, Measure
       return std::nullopt;
     }
     if (in.c_source) return *in.c_source;
+    if (as_in_model) return codegen_c(with_in_model_hints(w, rewritten.program()));
     return codegen_c(rewritten.program());
   } catch (const std::exception& e) {
     r.error = ErrorKind::kInstantiation;
@@ -46,10 +50,28 @@ std::optional<std::string> instantiate_candidate(const MeasureInput& in, Measure
 
 }  // namespace
 
+namespace {
+
+// One run per repeat, each after the flush, as a model runs a layer once with its weights on
+// their way from DRAM; more repeats for the noise of single runs.
+RunParams timed_as_in_model(RunParams run) {
+  run.timing.number = 1;
+  run.timing.min_repeat_ms = 0;
+  run.timing.repeat = std::max(run.timing.repeat, 15);
+  run.timing.flush_cache = true;
+  run.timing.keep_first_cached = true;
+  return run;
+}
+
+}  // namespace
+
 Measurer::Measurer(MeasureParams params)
     : builder_(std::move(params.build)),
-      runner_(std::move(params.run)),
-      target_(detect_target(builder_.params().compile)) {}
+      runner_(params.as_in_model ? timed_as_in_model(std::move(params.run))
+                                 : std::move(params.run)),
+      target_(params.as_in_model ? detect_target(builder_.params().compile).in_model()
+                                 : detect_target(builder_.params().compile)),
+      as_in_model_(params.as_in_model) {}
 
 std::vector<MeasureResult> Measurer::measure(const std::vector<MeasureInput>& inputs,
                                              const ProgressFn& progress,
@@ -62,7 +84,7 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<MeasureInput>& in
   std::vector<std::string> sources;
   std::vector<size_t> source_of;  // result index of each source
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (auto code = instantiate_candidate(inputs[i], results[i])) {
+    if (auto code = instantiate_candidate(inputs[i], as_in_model_, results[i])) {
       sources.push_back(std::move(*code));
       source_of.push_back(i);
     }

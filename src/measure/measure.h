@@ -43,6 +43,12 @@ struct MeasureResult {
 struct MeasureParams {
   BuildParams build;
   RunParams run;
+  /// Time each candidate as it runs in a model: with the in-model cache hints the executor adds
+  /// (ops/in_model.h), and once per repeat after its weights and output are flushed, the input
+  /// kept in cache. Tuned alone, back to back with every operand in cache, a kernel's best
+  /// configuration was often not the fastest in the model. The records go under
+  /// Target::in_model().
+  bool as_in_model = false;
 };
 
 class Measurer {
@@ -69,6 +75,7 @@ class Measurer {
   Builder builder_;
   Runner runner_;
   Target target_;
+  bool as_in_model_;
 };
 
 }  // namespace tessera

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "measure/hash.h"
-#include "runtime/process.h"
 #include "runtime/isa.h"
+#include "runtime/process.h"
 
 namespace tessera {
 
@@ -59,13 +59,22 @@ std::string compiler_version(const std::string& compiler) {
 }  // namespace
 
 std::string Target::key() const {
-  return stable_hash(
-      {cpu_model, fmt::format("{}", fmt::join(isa, " ")), std::to_string(cores), compiler, flags});
+  const std::string isa_list = fmt::format("{}", fmt::join(isa, " "));
+  const std::string cores_text = std::to_string(cores);
+  // Records of kernels timed alone keep the keys they had before in-model timing existed.
+  if (timing.empty()) return stable_hash({cpu_model, isa_list, cores_text, compiler, flags});
+  return stable_hash({cpu_model, isa_list, cores_text, compiler, flags, "timing " + timing});
+}
+
+Target Target::in_model() const {
+  Target t = *this;
+  t.timing = "in-model";
+  return t;
 }
 
 std::string Target::summary() const {
-  return fmt::format("{} | {} cores | {} | {} | {}", cpu_model, cores, fmt::join(isa, " "),
-                     compiler, flags);
+  return fmt::format("{} | {} cores | {} | {} | {}{}", cpu_model, cores, fmt::join(isa, " "),
+                     compiler, flags, timing.empty() ? "" : " | timed " + timing);
 }
 
 Target detect_target(const CompileOptions& opts) {

@@ -15,6 +15,9 @@ struct TimingParams {
   int repeat = 5;             // timed repeats; every one is kept in the result
   double min_repeat_ms = 20;  // 0: use `number` as given
   bool flush_cache = true;    // flush the kernel's buffers from the caches before each repeat
+  // The first argument (a layer's input, which its producer has just written in a model) stays
+  // in cache when the others are flushed.
+  bool keep_first_cached = false;
 };
 
 struct TimingResult {

@@ -15,11 +15,10 @@ std::string encode_request(const RunRequest& r) {
          {"entry", r.entry},
          {"check", r.check},
          {"seed", r.seed}};
-  j["timing"] = {{"warmup", r.timing.warmup},
-                 {"number", r.timing.number},
-                 {"repeat", r.timing.repeat},
-                 {"min_repeat_ms", r.timing.min_repeat_ms},
-                 {"flush_cache", r.timing.flush_cache}};
+  j["timing"] = {
+      {"warmup", r.timing.warmup},           {"number", r.timing.number},
+      {"repeat", r.timing.repeat},           {"min_repeat_ms", r.timing.min_repeat_ms},
+      {"flush_cache", r.timing.flush_cache}, {"keep_first_cached", r.timing.keep_first_cached}};
   return j.dump();
 }
 
@@ -38,6 +37,7 @@ RunRequest decode_request(const std::string& line) {
     r.timing.repeat = t.at("repeat").get<int>();
     r.timing.min_repeat_ms = t.at("min_repeat_ms").get<double>();
     r.timing.flush_cache = t.at("flush_cache").get<bool>();
+    r.timing.keep_first_cached = t.value("keep_first_cached", false);
     return r;
   } catch (const json::exception& e) {
     throw_error("malformed run request: {}", e.what());

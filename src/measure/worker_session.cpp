@@ -116,7 +116,8 @@ RunResult WorkerSession::handle(const RunRequest& request, const std::function<v
     }
     r.timing = time_kernel([&] { entry(ptrs.data()); },
                            [&] {
-                             for (const NDArray& a : args) flush_from_caches(a.data(), a.bytes());
+                             for (size_t i = request.timing.keep_first_cached; i < args.size(); ++i)
+                               flush_from_caches(args[i].data(), args[i].bytes());
                            },
                            request.timing);
   } catch (const std::bad_alloc&) {

@@ -6,13 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
+#include "db/record_db.h"
 #include "graph/kernels.h"
 #include "graph/npy.h"
 #include "graph/passes.h"
 #include "graph/reference.h"
 #include "graph_builder.h"
+#include "measure/target.h"
 #include "ops/templates.h"
 #include "ops/workload.h"
 #include "runtime/isa.h"
@@ -404,6 +407,57 @@ TEST(GraphExecutor, GivenStrategiesReplaceTheConfigurationAndStayCorrect) {
   ex.run();
   HostTensor expected = graph::run_reference(g, {{g.inputs[0], input}}).at(0);
   EXPECT_LT(testing::max_relative_error(ex.output(0), expected), 1e-4);
+}
+
+// A model runs the records timed as in a model (compile's tuning) where a workload has any, even
+// when records timed alone read faster: the two kinds of time are not compared.
+TEST(GraphExecutor, RecordsTimedInAModelComeFirst) {
+  GraphBuilder b(22);
+  std::string x = b.input({1, 16, 8, 8});
+  Graph g = b.finish(b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)}));
+  graph::run_default_passes(g, {.winograd = false});
+  std::vector<graph::PlannedWorkload> planned = graph::Executor::library_workloads(g);
+  ASSERT_EQ(planned.size(), 1u);
+  const std::string& workload = planned[0].workload;
+  Workload w = parse_workload(workload);
+  ConfigSpace space = space_for(w);
+  std::vector<std::string> strategies;
+  for (uint64_t i = 0; i < space.size() && strategies.size() < 2; i += 5) {
+    ProgramStrategy s = space.instantiate(space.from_index(i));
+    if (s(instantiate(w).program)) strategies.push_back(s.text());
+  }
+  ASSERT_EQ(strategies.size(), 2u);
+  const std::string path = ::testing::TempDir() + "/records_in_model_first.db";
+  std::filesystem::remove(path);
+  auto record = [&](const std::string& strategy, double seconds) {
+    MeasureResult r;
+    r.workload = workload;
+    r.strategy = strategy;
+    r.dtype = "float32";
+    r.flops = 1e6;
+    r.timing = summarize_repeats({seconds, seconds, seconds}, 1);
+    return r;
+  };
+  graph::ExecutorParams params;
+  params.threads = 2;
+  params.db = path;
+  auto strategy_run = [&] {
+    graph::Executor ex = graph::Executor::compile(g, params);
+    for (const graph::KernelInfo& k : ex.kernels())
+      if (k.workload == workload) return k.strategy;
+    return std::string("(no kernel)");
+  };
+  {
+    RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadWrite);
+    db.append(detect_target(), {record(strategies[0], 1e-6)});
+  }
+  EXPECT_EQ(strategy_run(), strategies[0]);
+  {
+    RecordDb db = RecordDb::open(path, RecordDb::Mode::kReadWrite);
+    db.append(detect_target().in_model(), {record(strategies[1], 1e-3)});
+  }
+  EXPECT_EQ(strategy_run(), strategies[1]);
+  std::filesystem::remove(path);
 }
 
 // Where a blocked value meets an operator that reads NCHW (Concat, Transpose), it is converted

@@ -12,11 +12,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
+#include "measure/worker_protocol.h"
+#include "ops/in_model.h"
+#include "ops/templates.h"
+#include "ops/workload.h"
 #include "runtime/process.h"
 #include "runtime/sanitizer.h"
+#include "schedule/strategy_parser.h"
+#include "space/config_space.h"
 
 namespace tessera {
 namespace {
@@ -251,6 +258,45 @@ TEST(Measure, ErrorKindNamesRoundTrip) {
     EXPECT_EQ(parse_error_kind(error_kind_name(k)), k);
   }
   EXPECT_FALSE(parse_error_kind("segfault"));
+}
+
+// Timed as in a model: the kernel with the model's cache hints, one run per repeat after its
+// weights and output are flushed, the input kept (the worker is told so), and the records filed
+// under a target of their own.
+TEST(Measure, InModelTimingRunsOncePerFlushUnderItsOwnTarget) {
+  const std::string workload = "batch_matmul:B=16,M=54,N=128,K=128";
+  Workload w = parse_workload(workload);
+  ConfigSpace space = space_for(w);
+  const std::string strategy = space.instantiate(default_config(space, w, 2)).text();
+  std::string hint;
+  with_in_model_hints(w, instantiate(w).program, &hint);
+  EXPECT_EQ(hint, "");  // the plain program has no j.outer to hint across
+  RewriteResult<Program> tiled = parse_strategy(strategy)(instantiate(w).program);
+  ASSERT_TRUE(tiled.ok());
+  with_in_model_hints(w, tiled.program(), &hint);
+  EXPECT_EQ(hint, "prefetch_next(B, j.outer, k.outer)");
+
+  MeasureParams p = small_params();
+  p.run.timeout_s = 10;
+  p.as_in_model = true;
+  Measurer m(p);
+  EXPECT_EQ(m.target().key(), detect_target().in_model().key());
+  EXPECT_NE(m.target().key(), detect_target().key());
+  EXPECT_NE(m.target().summary().find("timed in-model"), std::string::npos);
+  std::vector<MeasureResult> r = m.measure({{workload, strategy, std::nullopt}});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].error, ErrorKind::kOk) << r[0].message;
+  EXPECT_EQ(r[0].timing.number, 1);
+  EXPECT_EQ(r[0].timing.repeats.size(), 15u);
+  EXPECT_EQ(r[0].strategy, strategy);  // the hint is how it runs, not part of the record
+
+  RunRequest request;
+  request.workload = workload;
+  request.timing.keep_first_cached = true;
+  EXPECT_TRUE(decode_request(encode_request(request)).timing.keep_first_cached);
+  nlohmann::json older = nlohmann::json::parse(encode_request(request));
+  older["timing"].erase("keep_first_cached");
+  EXPECT_FALSE(decode_request(older.dump()).timing.keep_first_cached);
 }
 
 TEST(Measure, TargetFingerprintIsStable) {
