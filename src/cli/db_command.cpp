@@ -186,14 +186,20 @@ int best_command(const DbCommands& c) {
   const std::string workload = parse_workload(c.workload).text();
   RecordDb db = RecordDb::open(c.db, RecordDb::Mode::kReadOnly);
   const Target here = detect_target();
-  std::optional<Record> best = db.best(workload, c.any_target ? "" : here.key());
+  // Records timed alone first; a workload that compile tuned has records timed in-model only.
+  std::string target = c.any_target ? "" : here.key();
+  std::optional<Record> best = db.best(workload, target);
+  if (!best && !c.any_target) {
+    target = here.in_model().key();
+    best = db.best(workload, target);
+  }
   if (!best) {
     return fail(kExitFailure,
                 fmt::format("no correct record of {} {} in {}", workload,
                             c.any_target ? "on any machine" : "on this machine", c.db));
   }
   const MeasureResult& r = best->result;
-  std::optional<Pick> pick = db.current_pick(workload, c.any_target ? "" : here.key());
+  std::optional<Pick> pick = db.current_pick(workload, target);
   if (c.strategy_only) {
     std::cout << r.strategy << "\n";
   } else if (c.json) {

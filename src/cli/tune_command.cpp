@@ -125,6 +125,7 @@ int tune_command(const TuneArgs& args) {
   bool tty = isatty(STDERR_FILENO);
   MeasureParams measure;
   measure.run.threads = args.threads;
+  measure.as_in_model = args.timing == "in-model";
   TuneResult r;
   try {
     r = tune(args.workload, args.params, measure, args.db,
@@ -196,7 +197,9 @@ int bench_command(const BenchArgs& args) {
     Workload w = parse_workload(args.workload);
     OpInstance op = instantiate(w);
     RecordDb db = RecordDb::open(args.db, RecordDb::Mode::kReadOnly);
+    // Records timed alone first, else those compile timed as in a model.
     std::optional<Record> best = db.best(w.text(), detect_target().key());
+    if (!best) best = db.best(w.text(), detect_target().in_model().key());
     if (!best) {
       print_error(
           fmt::format("no successful record of {} on this machine in {} (run tessera tune "
@@ -353,6 +356,11 @@ TuneCommands add_tune_commands(CLI::App& app) {
           "trial, as AutoTVM's tuning curves start")
       ->check(CLI::IsMember({"default", "tuner"}));
   add_retime_options(c.tune, t.params);
+  c.tune
+      ->add_option("--timing", t.timing,
+                   "How candidates are timed: alone (the default: back to back, operands in "
+                   "cache) or in-model (as compile tunes a model's kernels; filed apart)")
+      ->check(CLI::IsMember({"alone", "in-model"}));
   c.tune->add_option("--db", t.db, "Records DB (SQLite; created on first use)")->check(db_path());
   c.tune
       ->add_option("--threads,-t", t.threads,

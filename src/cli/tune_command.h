@@ -16,6 +16,7 @@ struct TuneArgs {
   TuneParams params;
   std::string db = "tessera.db";
   int threads = 0;
+  std::string timing = "alone";  // or "in-model": MeasureParams::as_in_model
   bool json = false;
 };
 

@@ -297,6 +297,29 @@ TEST(CliTune, TheTreeGruTunerTunesAndSaysItTransfersNothing) {
   std::filesystem::remove(db);
 }
 
+// Records timed in-model (compile's kind) are filed apart, and db best and bench still find them
+// where a workload has no record timed alone.
+TEST(CliTune, RecordsTimedInModelAreFoundByBestAndBench) {
+  std::string db = temp_path("in_model.db");
+  std::filesystem::remove(db);
+  const std::string w = "matmul:M=16,N=32,K=16";
+  auto o = run_cli("tune " + w +
+                   " --timing in-model --trials 4 --batch 4 --threads 1 --retime 0 --db " + db);
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  auto listed = run_cli("db list --db " + db);
+  EXPECT_EQ(listed.exit_code, 0) << listed.out;
+  auto best = run_cli("db best " + w + " --strategy-only --db " + db);
+  ASSERT_EQ(best.exit_code, 0) << best.out;
+  EXPECT_FALSE(best.out.empty());
+  auto bench = run_cli("bench " + w + " --rounds 1 --threads 1 --db " + db);
+  EXPECT_EQ(bench.exit_code, 0) << bench.out;
+  EXPECT_NE(bench.out.find("correct: yes"), std::string::npos) << bench.out;
+  auto bad = run_cli("tune " + w + " --timing warm --trials 1 --db " + db);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("--timing"), std::string::npos) << bad.out;
+  std::filesystem::remove(db);
+}
+
 }  // namespace
 
 namespace {
