@@ -169,7 +169,64 @@ TeKernel elementwise_kernel(const std::vector<int64_t>& full_out_shape,
                        vector ? fmt::format("vectorize(i{})", out_shape.size() - 1) : "");
 }
 
-TeKernel transpose_kernel(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm) {
+namespace {
+
+// The same permutation over fewer dimensions: ones dropped, and input dimensions that stay
+// neighbours in the same order merged, as the arrays are contiguous. BERT's query/key/value split
+// [1, 128, 1, 3, 768] -> [3, 128, 1, 1, 768] becomes [128, 3, 768] -> [3, 128, 768], whose rows of
+// 768 are copied whole.
+void merge_permuted(std::vector<int64_t>& in_shape, std::vector<int64_t>& perm) {
+  std::vector<int64_t> kept(in_shape.size(), -1);  // input dimension -> index among the kept
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < in_shape.size(); ++d) {
+    if (in_shape[d] == 1) continue;
+    kept[d] = static_cast<int64_t>(shape.size());
+    shape.push_back(in_shape[d]);
+  }
+  std::vector<int64_t> order;  // the kept input dimensions in output order
+  for (int64_t d : perm)
+    if (kept[d] >= 0) order.push_back(kept[d]);
+  // Runs of consecutive input dimensions in the output become one dimension each.
+  std::vector<std::vector<int64_t>> runs;
+  for (int64_t d : order) {
+    if (!runs.empty() && runs.back().back() + 1 == d) {
+      runs.back().push_back(d);
+    } else {
+      runs.push_back({d});
+    }
+  }
+  std::vector<std::vector<int64_t>> by_input = runs;
+  std::sort(by_input.begin(), by_input.end());
+  in_shape.clear();
+  for (const auto& run : by_input) {
+    int64_t extent = 1;
+    for (int64_t d : run) extent *= shape[d];
+    in_shape.push_back(extent);
+  }
+  perm.clear();
+  for (const auto& run : runs)
+    perm.push_back(std::lower_bound(by_input.begin(), by_input.end(), run) - by_input.begin());
+}
+
+}  // namespace
+
+TeKernel transpose_kernel(const std::vector<int64_t>& full_in_shape,
+                          const std::vector<int64_t>& full_perm) {
+  std::vector<int64_t> in_shape = full_in_shape, perm = full_perm;
+  merge_permuted(in_shape, perm);
+  if (in_shape.empty()) {  // every dimension 1
+    in_shape = {1};
+    perm = {0};
+  }
+  // Where the innermost dimension stays innermost, its rows are copied in whole vectors.
+  const int64_t lanes = target_isa().f32_lanes;
+  const size_t rank = in_shape.size();
+  const bool vector = perm.back() == static_cast<int64_t>(rank) - 1 && in_shape.back() % lanes == 0;
+  if (vector) {
+    in_shape.back() /= lanes;
+    in_shape.push_back(lanes);
+    perm.push_back(static_cast<int64_t>(rank));
+  }
   Tensor in = placeholder(in_shape, DType::kFloat32, "in");
   std::vector<int64_t> out_shape;
   for (int64_t p : perm) out_shape.push_back(in_shape[p]);
@@ -181,7 +238,16 @@ TeKernel transpose_kernel(const std::vector<int64_t>& in_shape, const std::vecto
         return in(idx);
       },
       "out", axis_names(out_shape.size()));
-  return finish_kernel("transpose", {in, out});
+  std::string schedule = vector ? fmt::format("vectorize(i{})", out_shape.size() - 1) : "";
+  int64_t elements = 1;
+  for (int64_t d : out_shape) elements *= d;
+  // A few outer rows (the 3 of query, key and value) would leave a thread idle: the threads
+  // take the first two dimensions together.
+  if (elements >= kParallelElements && out_shape.size() >= 3 && out_shape[0] < 16) {
+    schedule = "fuse(i0, i1) ; parallel(i0.i1.fused)" + (schedule.empty() ? "" : " ; " + schedule);
+    return finish_kernel("transpose", {in, out}, schedule, /*auto_parallel=*/false);
+  }
+  return finish_kernel("transpose", {in, out}, schedule);
 }
 
 TeKernel concat_kernel(const std::vector<std::vector<int64_t>>& inputs, int64_t axis) {

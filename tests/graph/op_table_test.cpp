@@ -39,6 +39,30 @@ double run_against_reference(Graph g, GraphBuilder& b, double lo, double hi,
   return testing::max_relative_error(got, expected);
 }
 
+// Transposes over merged dimensions: ones dropped, neighbours that keep their order merged, rows
+// that stay innermost copied as vectors, a few outer rows sharing the threads with the next. Each
+// against the reference, with an Add after it so that the output is not a view of a model input.
+TEST(OpTable, TransposesOfEveryFormMatchTheReference) {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{1, 128, 1, 3, 96}, {3, 1, 2, 0, 4}},  // attention's q/k/v split: rows of 96 whole
+      {{1, 6, 40, 16}, {0, 1, 3, 2}},         // key transposed: a true 2-D transpose per head
+      {{40, 6, 16}, {1, 0, 2}},               // heads first: rows of 16
+      {{2, 3, 4, 5}, {3, 2, 1, 0}},           // reversed, nothing merges
+      {{2, 3, 4, 8}, {2, 3, 0, 1}},           // two merged pairs swapped
+      {{4, 1, 5, 1}, {2, 1, 3, 0}},           // ones among them
+      {{3, 7, 96}, {1, 0, 2}},                // rows of 96, 7 x 3 rows: below the threads' size
+      {{3, 96, 64}, {0, 2, 1}},               // 3 outer rows, 2 threads: fused with the next
+  };
+  for (const auto& [shape, perm] : cases) {
+    SCOPED_TRACE(::testing::PrintToString(shape) + " " + ::testing::PrintToString(perm));
+    GraphBuilder b(23);
+    std::string x = b.input(shape);
+    std::string t = b.node("Transpose", {x}, {{"perm", perm}});
+    Graph g = b.finish(b.node("Add", {t, t}));
+    EXPECT_LT(run_against_reference(g, b, -2, 2), 1e-6);
+  }
+}
+
 // Each elementwise row as the one node of a graph: the runtime input first, further operands
 // constants that broadcast ([3, 1] and a scalar), on inputs in the row's domain.
 TEST(OpTable, EveryElementwiseRowMatchesItsReference) {
