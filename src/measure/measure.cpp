@@ -48,10 +48,6 @@ std::optional<std::string> instantiate_candidate(const MeasureInput& in, bool as
   }
 }
 
-}  // namespace
-
-namespace {
-
 // One run per repeat, each after the flush, as a model runs a layer once with its weights on
 // their way from DRAM; more repeats for the noise of single runs.
 RunParams timed_as_in_model(RunParams run) {
