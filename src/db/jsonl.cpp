@@ -26,6 +26,7 @@ std::string record_to_json(const Record& rec) {
                  {"cores", rec.target.cores},
                  {"compiler", rec.target.compiler},
                  {"flags", rec.target.flags}};
+  if (!rec.target.timing.empty()) j["target"]["timing"] = rec.target.timing;
   j["error"] = error_kind_name(r.error);
   j["message"] = r.message;
   j["repeats"] = r.timing.repeats;
@@ -83,6 +84,7 @@ Record record_from_json(const std::string& line) {
     rec.target.cores = get_whole(t, "cores", int{});
     rec.target.compiler = get(t, "compiler").get<std::string>();
     rec.target.flags = get(t, "flags").get<std::string>();
+    rec.target.timing = t.value("timing", std::string());
     const std::string kind = get(j, "error").get<std::string>();
     auto parsed = parse_error_kind(kind);
     if (!parsed) throw_error("unknown error kind '{}'", kind);

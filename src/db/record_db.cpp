@@ -116,13 +116,15 @@ const char* kSelectRecords = R"sql(
   SELECT w.key, c.strategy, w.dtype, w.flops, r.error_kind, r.error_message, r.repeats,
          r.number, r.mean, r.median, r.std, r.build_seconds, r.run_seconds, r.measured_at_ms,
          r.tessera_version, r.schema_version,
-         t.cpu_model, t.isa, t.cores, t.compiler, t.flags
+         t.cpu_model, t.isa, t.cores, t.compiler, t.flags, t.key
   FROM results r JOIN configs c ON r.config_id = c.id JOIN workloads w ON c.workload_id = w.id
        JOIN targets t ON r.target_id = t.id
   WHERE (?1 = '' OR w.key = ?1) AND (?2 = '' OR t.key = ?2) AND (?3 = 0 OR r.error_kind = 'ok')
 )sql";
 
-// A target from five columns of `s` starting at `first`: cpu_model, isa, cores, compiler, flags.
+// A target from six columns of `s` starting at `first`: cpu_model, isa, cores, compiler, flags
+// and the key its row was filed under, which tells records timed in-model (Target::timing, not a
+// column of its own) from those timed alone.
 Target read_target(const SqliteStatement& s, int first) {
   Target t;
   t.cpu_model = s.text(first);
@@ -136,6 +138,7 @@ Target read_target(const SqliteStatement& s, int first) {
   t.cores = static_cast<int>(s.integer(first + 2));
   t.compiler = s.text(first + 3);
   t.flags = s.text(first + 4);
+  if (s.text(first + 5) == t.in_model().key()) t.timing = t.in_model().timing;
   return t;
 }
 
@@ -364,7 +367,7 @@ std::optional<Pick> RecordDb::latest_pick(const std::string& workload,
   if (!has_picks()) return std::nullopt;
   SqliteStatement s = conn_.prepare(R"sql(
     SELECT w.key, c.strategy, p.median, p.rounds, p.candidates, p.picked_at_ms, p.tessera_version,
-           t.cpu_model, t.isa, t.cores, t.compiler, t.flags
+           t.cpu_model, t.isa, t.cores, t.compiler, t.flags, t.key
     FROM picks p JOIN configs c ON p.config_id = c.id JOIN workloads w ON p.workload_id = w.id
          JOIN targets t ON p.target_id = t.id
     WHERE w.key = ?1 AND (?2 = '' OR t.key = ?2)
@@ -434,7 +437,7 @@ DbStats RecordDb::stats() {
 std::map<std::string, Target> RecordDb::targets() {
   std::map<std::string, Target> out;
   SqliteStatement s =
-      conn_.prepare("SELECT key, cpu_model, isa, cores, compiler, flags FROM targets");
+      conn_.prepare("SELECT key, cpu_model, isa, cores, compiler, flags, key FROM targets");
   while (s.step()) out[s.text(0)] = read_target(s, 1);
   return out;
 }

@@ -61,6 +61,34 @@ TEST(Jsonl, ExportImportRoundTripIsExactAndReimportAddsNothing) {
   EXPECT_EQ(again.str(), file_bytes(file));
 }
 
+// Records timed in-model are filed under their own key, read back with their timing, and keep
+// both through an export and an import: never merged into the records timed alone.
+TEST(Jsonl, RecordsTimedInModelKeepTheirTargetThroughTheDbAndAnExport) {
+  ScratchDir dir;
+  const std::string w = "matmul:M=64,N=64,K=64";
+  const Target alone = test_target(), in_model = test_target().in_model();
+  RecordDb a = RecordDb::open(dir.file("a.db"), RecordDb::Mode::kReadWrite);
+  a.append(in_model, {test_result(w, "id", 2e-3)});
+  a.append(alone, {test_result(w, "id", 1e-3)});
+  std::vector<Record> read = a.records();
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].target.timing, "in-model");
+  EXPECT_EQ(read[0].target.key(), in_model.key());
+  EXPECT_EQ(read[1].target.timing, "");
+  EXPECT_EQ(a.targets().size(), 2u);
+  EXPECT_EQ(a.targets().at(in_model.key()).timing, "in-model");
+  const std::string file = dir.file("a.jsonl");
+  {
+    std::ofstream out(file);
+    EXPECT_EQ(export_jsonl(a, out), 2u);
+  }
+  RecordDb b = RecordDb::open(dir.file("b.db"), RecordDb::Mode::kReadWrite);
+  EXPECT_EQ(import_jsonl(b, file).added, 2u);
+  ASSERT_TRUE(b.best(w, in_model.key()));
+  EXPECT_DOUBLE_EQ(b.best(w, in_model.key())->result.timing.median, 2e-3);
+  EXPECT_DOUBLE_EQ(b.best(w, alone.key())->result.timing.median, 1e-3);
+}
+
 TEST(Jsonl, ImportMergesNewRecordsNextToExistingOnes) {
   ScratchDir dir;
   RecordDb a = RecordDb::open(dir.file("a.db"), RecordDb::Mode::kReadWrite);
