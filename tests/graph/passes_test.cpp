@@ -459,9 +459,9 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
   EXPECT_EQ(g.shape(g.outputs[0])[1], 16);
   EXPECT_EQ(leaving.shape(leaving.outputs[0])[1], 24);
 
-  // With vectors of 8 (AVX2), a convolution to 12 channels that no convolution reads (the DCGAN
-  // generator's last phases, read by DepthToSpace) computes 16 and a Slice keeps 12 under the
-  // old name, where it has 64 positions or more.
+  // A convolution to 12 channels that no convolution reads (the DCGAN generator's last phases,
+  // read by DepthToSpace) computes whole vectors of them and a Slice keeps 12 under the old name,
+  // where it has 64 positions or more: 16 with vectors of 8 (AVX2) or of 16 (AVX-512).
   GraphBuilder b3(15);
   std::string twelve = b3.conv(b3.input({1, 16, 8, 8}), 16, 12, 3, 1, 1);
   Graph phases = b3.finish(b3.node("Tanh", {twelve}));
@@ -469,7 +469,9 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
   HostTensor x3 = b3.random_tensor({1, 16, 8, 8});
   HostTensor uncropped = run(phases, x3);
   Graph wide_vectors = phases;
-  EXPECT_EQ(graph::pad_channels(wide_vectors, 16), 0);
+  EXPECT_EQ(graph::pad_channels(wide_vectors, 16), 1) << graph::print_graph(wide_vectors);
+  EXPECT_EQ(wide_vectors.shape(wide_vectors.nodes.front().outputs[0])[1], 16);
+  EXPECT_LT(testing::max_relative_error(run(wide_vectors, x3), uncropped), 1e-12);
   EXPECT_EQ(graph::pad_channels(phases, 8), 1) << graph::print_graph(phases);
   EXPECT_EQ(count_op(phases, "Slice"), 1);
   EXPECT_EQ(phases.shape(twelve)[1], 12);
@@ -484,7 +486,7 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
 
 }  // namespace
 // choose_conv_algorithms picks Winograd only for blocked 3x3 stride-1 convolutions with pads of
-// 1 and at least winograd_min_tiles() output tiles (on AVX2 also 64 input channels or more).
+// 1, at least winograd_min_tiles() output tiles and 32 input channels (64 on AVX2).
 TEST(GraphPasses, WinogradIsChosenForLarge3x3StrideOneConvolutionsOnly) {
   GraphBuilder b(12);
   std::string x = b.input({1, 64, 28, 28});
@@ -512,12 +514,16 @@ TEST(GraphPasses, WinogradIsChosenForLarge3x3StrideOneConvolutionsOnly) {
   log = graph::run_default_passes(off, {.winograd = false});
   EXPECT_EQ(log.back().pass, "fold_channel_scales");
   for (const graph::Node& n : off.nodes) EXPECT_EQ(n.attr_int(graph::kWinogradAttr, 0), 0);
-  // 16 input channels: a reduction too short for the product to pay on AVX2.
+  // 16 input channels: a reduction too short for the product to pay; 32 pay on AVX-512 only.
   GraphBuilder few(13);
   Graph narrow = few.finish(few.conv(few.input({1, 16, 28, 28}), 16, 16, 3, 1, 1));
   graph::run_default_passes(narrow);
+  EXPECT_EQ(narrow.nodes.front().attr_int(graph::kWinogradAttr, 0), 0);
+  GraphBuilder more(14);
+  Graph two_blocks = more.finish(more.conv(more.input({1, 32, 28, 28}), 32, 32, 3, 1, 1));
+  graph::run_default_passes(two_blocks);
   const bool avx512 = target_isa().vector_registers >= 32;
-  EXPECT_EQ(narrow.nodes.front().attr_int(graph::kWinogradAttr, 0), avx512 ? 1 : 0);
+  EXPECT_EQ(two_blocks.nodes.front().attr_int(graph::kWinogradAttr, 0), avx512 ? 1 : 0);
 }
 
 }  // namespace tessera
