@@ -218,9 +218,19 @@ int pad_through_convolutions(Graph& g, int64_t lanes) {
 }  // namespace
 
 int pad_channels(Graph& g, int64_t lanes) {
-  // Through convolutions where blocks of 16 are at stake; then, on either ISA, the crops of the
-  // outputs that stayed ragged.
-  int changed = lanes > 8 ? pad_through_convolutions(g, lanes) : 0;
+  // Through convolutions where that wins the graph blocks of 16: where other convolutions hold it
+  // to blocks of 8 anyway, the padded channels are only more work (a 24-channel input). Then, on
+  // either ISA, the crops of the outputs that stayed ragged.
+  int changed = 0;
+  if (lanes > 8) {
+    Graph padded_graph = g;
+    changed = pad_through_convolutions(padded_graph, lanes);
+    if (changed > 0 && channel_block(padded_graph, lanes) == lanes) {
+      g = std::move(padded_graph);
+    } else {
+      changed = 0;
+    }
+  }
   return changed + pad_and_crop_outputs(g, lanes);
 }
 

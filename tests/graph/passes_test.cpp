@@ -453,11 +453,16 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
   EXPECT_EQ(global.shape(pooled)[1], 24);
   EXPECT_LT(testing::max_relative_error(run(global, x2), unpadded), 1e-12);
   EXPECT_EQ(graph::channel_block(global, 16), 16);
-  Graph leaving = b2.finish(b2.conv(z, 24, 24, 1, 1, 0));
+  Graph leaving = b2.finish(b2.conv(z, 24, 32, 1, 1, 0));
   graph::run_default_passes(leaving, {.blocked_layout = false});
   EXPECT_EQ(graph::pad_channels(leaving, 16), 2) << "z, read by a conv only, still pads";
-  EXPECT_EQ(g.shape(g.outputs[0])[1], 16);
-  EXPECT_EQ(leaving.shape(leaving.outputs[0])[1], 24);
+  EXPECT_EQ(leaving.shape(z)[1], 32);
+  // Where another convolution holds the graph to blocks of 8 (24 channels leave it), padding
+  // would only add work.
+  Graph held = b2.finish(b2.conv(z, 24, 24, 1, 1, 0));
+  graph::run_default_passes(held, {.blocked_layout = false});
+  EXPECT_EQ(graph::pad_channels(held, 16), 0) << graph::print_graph(held);
+  EXPECT_EQ(held.shape(z)[1], 24);
 
   // A convolution to 12 channels that no convolution reads (the DCGAN generator's last phases,
   // read by DepthToSpace) computes whole vectors of them and a Slice keeps 12 under the old name,
