@@ -195,11 +195,14 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
         wide ? "parallel(c)" : "compute_at(pad, y.outer)"}},
       {"conv2d_nchwc:N=1,C=512,H=7,W=7,O=512,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
        {"split(x, 7)", "parallel(oc.outer)", "parallel(c)"}},
-      // An image's three channels: each input value feeds four blocks, of as many columns as
-      // fill half the registers with accumulators (AVX2: 2, window unrolled; AVX-512: 4, rolled).
+      // An image's three channels: on AVX2 each input value feeds four blocks of 2 columns, the
+      // window unrolled; on AVX-512 two blocks of 2 columns x 4 rows, the window rolled.
       {"conv2d_nchwc:N=1,C=3,H=224,W=224,O=64,K=7,S=2,P=3,CB=8,BIAS=1,ACT=1",
-       {"split(oc, 4)", wide ? "split(x, 4)" : "split(x, 2)",
+       {wide ? "split(oc, 2)" : "split(oc, 4)", "split(x, 2)", wide ? "split(y, 4)" : "split(y, 1)",
         wide ? "unroll(y.inner) ; cache_write" : "unroll(rx)", "parallel(c)"}},
+      // A 3x3 one pads its rows as the threads go.
+      {"conv2d_nchwc:N=1,C=3,H=224,W=224,O=32,K=3,S=2,P=1,BIAS=1,ACT=2",
+       {wide ? "split(y, 4)" : "split(y, 1)", "compute_at(pad, y.outer)"}},
       // A 9-wide row: AVX-512 splits it evenly (3 x 3); AVX2 as 5 + 4, since 2 x 3 leaves six
       // accumulators.
       {"conv2d_nchwc:N=1,C=32,H=20,W=20,O=64,K=4,S=2,P=0,CB=8",
