@@ -42,11 +42,13 @@ std::vector<ProgramStrategy> in_model_strategies(const Workload& w) {
 namespace {
 
 // Where a hint pays depends on the machine. On the AVX-512 Xeon the hints above paid even one to a
-// dozen stores. On AVX2 (AMD EPYC, Zen 2) the hardware prefetchers keep up with weights from DRAM
-// (a dense with its weights out of cache: 3.02 -> 3.24 ms unhinted), and a hint beside few stores
-// only costs issue slots: a tuned dense whose k loop steps by one, a hint per 12 vector FMAs, ran
-// 4.1 ms in BERT against 3.2 without; the convolutions' hints (a store per 6) cost ResNet-50 and
-// ResNet-18 2% each. The defaults' dense and batched products, a hint per 96 stores, gain there.
+// dozen stores, and on an AVX-512 Zen 5 too: requiring 32 there made ResNet-18 1.05x and
+// ResNet-50 1.02x slower (interleaved, 2 threads). On AVX2 (AMD EPYC, Zen 2) the hardware
+// prefetchers keep up with weights from DRAM (a dense with its weights out of cache: 3.02 -> 3.24
+// ms unhinted), and a hint beside few stores only costs issue slots: a tuned dense whose k loop
+// steps by one, a hint per 12 vector FMAs, ran 4.1 ms in BERT against 3.2 without; the
+// convolutions' hints (a store per 6) cost ResNet-50 and ResNet-18 2% each. The defaults' dense and
+// batched products, a hint per 96 stores, gain there.
 int64_t min_stores_per_hint() {
   return target_isa().name == "avx512" ? 0 : 32;
 }
