@@ -107,11 +107,10 @@ void add_layout_option(CLI::App* app, std::string& layout) {
 }
 
 void add_conv_algorithm_option(CLI::App* app, std::string& algorithm) {
-  app->add_option(
-         "--conv-algorithm", algorithm,
-         "auto (default): Winograd F(4x4, 3x3) for the blocked 3x3 stride-1 convolutions "
-         "with at least 16 output tiles and 64 input channels (AVX2) or 49 tiles (AVX-512); "
-         "direct: the direct kernel everywhere")
+  app->add_option("--conv-algorithm", algorithm,
+                  "auto (default): Winograd F(4x4, 3x3) for the blocked 3x3 stride-1 convolutions "
+                  "with at least 16 output tiles and 64 input channels (AVX2) or 32 (AVX-512); "
+                  "direct: the direct kernel everywhere")
       ->check(CLI::IsMember({"auto", "direct"}));
 }
 

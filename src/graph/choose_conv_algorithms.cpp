@@ -12,11 +12,12 @@ int64_t winograd_min_tiles() {
   // AVX2: ResNet-18's 14x14 layers of 256 channels (16 tiles) ran 4.75 ms direct against 3.7 as
   // Winograd, whose product took 1.0 ms a layer in the model (0.46 alone: its 9.4 MB of weights
   // come from memory), and ResNet-50 went from 52.9 to 51.2 ms (AMD EPYC, Zen 2, 2 threads);
-  // with the next panel of weights hinted (choose_schedule.cpp) the product is faster still. The
-  // floor of 49 came from a Zen 3 on 2026-12-02 (3.2 ms against 2.2), when the product ran
-  // 2.9 ms in the model with nothing hinted. AVX-512's direct kernel runs about twice as fast, and
-  // the 7x7 tiles of the 28x28 layers are where Winograd starts to pay there.
-  return target_isa().vector_registers < 32 ? 16 : 49;
+  // with the next panel of weights hinted (ops/in_model.cpp) the product is faster still. On
+  // AVX-512 (AMD EPYC, Zen 5, 2 threads), with the transforms in two passes and the product's
+  // hints, the 14x14 layers' 16 tiles pay too: ResNet-50 0.952, ResNet-18 0.906, DenseNet-121
+  // 0.965 against 49 tiles as the floor (interleaved), while 4 tiles (7x7) lost (ResNet-18 1.18).
+  // The floor of 49 came from the Xeon on 2026-12-03, before both, and was not measured again.
+  return 16;
 }
 
 bool winograd_applies(const Graph& g, const Node& n) {

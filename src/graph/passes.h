@@ -87,12 +87,11 @@ int fold_channel_scales(Graph& g);
 inline constexpr const char* kWinogradAttr = "tessera.winograd";
 /// Fewest output tiles for which Winograd pays on this machine's ISA: below, reading the
 /// transformed weights (4x the direct ones, from memory in a model) costs more than the multiplies
-/// it saves. 49 with AVX-512, whose direct kernel runs about twice AVX2's; 16 with AVX2
-/// (choose_conv_algorithms.cpp has the measurements).
+/// it saves: 16, measured with AVX2 and AVX-512 (choose_conv_algorithms.cpp).
 int64_t winograd_min_tiles();
 /// A blocked 3x3 stride-1 Conv with constant weights, pads of 1, no groups or dilation, input
-/// channels in whole blocks and at least winograd_min_tiles() 4x4 output tiles; on AVX2 also at
-/// least 64 input channels and tiles at least three quarters covered by the output.
+/// channels in whole blocks and at least winograd_min_tiles() 4x4 output tiles; at least 32 input
+/// channels (AVX-512) or 64 and tiles at least three quarters covered by the output (AVX2).
 bool winograd_applies(const Graph& g, const Node& n);
 /// Algorithm choice after choose_layouts: every Conv winograd_applies to runs as Winograd
 /// F(4x4, 3x3) (2.25 multiplies per output for the direct kernel's 9). Returns how many.

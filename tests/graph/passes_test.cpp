@@ -498,7 +498,7 @@ TEST(GraphPasses, WinogradIsChosenForLarge3x3StrideOneConvolutionsOnly) {
   std::string big = b.node("Relu", {b.conv(x, 64, 64, 3, 1, 1)});        // 7x7 tiles: yes
   std::string strided = b.node("Relu", {b.conv(big, 64, 64, 3, 2, 1)});  // stride 2: no
   std::string depthwise = b.conv(strided, 64, 64, 3, 1, 1, 64);          // groups: no
-  std::string mid = b.conv(depthwise, 64, 64, 3, 1, 1);                  // 4x4 tiles: AVX2
+  std::string mid = b.conv(depthwise, 64, 64, 3, 1, 1);                  // 4x4 tiles: yes
   std::string small = b.node("Relu", {b.conv(mid, 64, 64, 3, 2, 1)});    // 7x7 -> stride 2: no
   std::string tiny = b.conv(small, 64, 64, 3, 1, 1);                     // 2x2 tiles: no
   std::string pointwise = b.conv(tiny, 64, 64, 1, 1, 0);                 // 1x1: no
