@@ -203,6 +203,10 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
       // A 3x3 one pads its rows as the threads go.
       {"conv2d_nchwc:N=1,C=3,H=224,W=224,O=32,K=3,S=2,P=1,BIAS=1,ACT=2",
        {wide ? "split(y, 4)" : "split(y, 1)", "compute_at(pad, y.outer)"}},
+      // A 4-wide row: AVX-512 takes two rows of it into the tile; AVX2's registers hold two
+      // columns of two blocks.
+      {"conv2d_nchwc:N=1,C=512,H=5,W=5,O=256,K=2,S=1,P=0,BIAS=1,ACT=1",
+       {wide ? "split(x, 4)" : "split(x, 2)", wide ? "split(y, 2)" : "split(y, 1)"}},
       // A 9-wide row: AVX-512 splits it evenly (3 x 3); AVX2 as 5 + 4, since 2 x 3 leaves six
       // accumulators.
       {"conv2d_nchwc:N=1,C=32,H=20,W=20,O=64,K=4,S=2,P=0,CB=8",
