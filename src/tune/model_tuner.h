@@ -41,6 +41,12 @@ class ModelTuner : public Tuner {
   std::vector<double> predict(const std::vector<Config>& configs);
   /// Simulated annealing from the persistent chains: the best unvisited configurations found.
   std::vector<std::pair<double, Config>> anneal();
+  /// Steps of one anneal(): params.sa_steps for a batch of 64, AutoTVM's, and as many per
+  /// configuration for smaller batches (at least params.sa_early_stop). The chains persist, so
+  /// a run anneals as long per measurement whatever its batches.
+  int annealing_steps() const;
+  /// Chains that anneal: params.sa_chains for a batch of 64, fewer for smaller ones (at least 32).
+  int annealing_chains() const;
   /// Greedy submodular selection: n of the candidates maximizing normalised predicted score
   /// plus alpha times the number of knob values a pick adds to those already covered.
   static std::vector<Config> select_diverse(
@@ -57,6 +63,7 @@ class ModelTuner : public Tuner {
   std::vector<std::vector<float>> train_x_;
   std::vector<double> train_gflops_;
   std::vector<Config> chains_;
+  int batch_ = 0;  // the last propose()'s n: the batch the next anneal() plans for
   bool fitted_ = false;
   // anneal()'s result for the next propose(), when outlook() ran it; dropped when the model
   // changes.

@@ -62,6 +62,33 @@ TEST(ModelTuner, SimulatedAnnealingFindsTheOptimumOfAKnownCost) {
   EXPECT_EQ(true_score(best.front().second), 0.0);
 }
 
+// The annealing per batch is AutoTVM's (128 chains, 500 steps) for its batch of 64 and shrinks
+// with smaller batches, down to 32 chains and sa_early_stop steps; a batch of 8 (a compile's
+// tasks) still finds the optimum of the oracle's cost over its persistent chains.
+TEST(ModelTuner, AnnealingScalesWithTheBatch) {
+  ConfigSpace space = synthetic_space();
+  TuneParams params;
+  params.seed = 5;
+  ModelTuner tuner(space, params, std::make_unique<OracleModel>(), knob_values());
+  EXPECT_EQ(tuner.annealing_steps(), 500);
+  EXPECT_EQ(tuner.annealing_chains(), 128);
+  std::mt19937_64 rng(1);
+  tuner.observe({space.sample(rng)}, {1.0});
+  double best = -1e9;
+  for (int batch = 0; batch < 4; ++batch) {
+    for (const Config& c : tuner.propose(8)) best = std::max(best, true_score(c));
+    EXPECT_EQ(tuner.annealing_steps(), 62);
+    EXPECT_EQ(tuner.annealing_chains(), 32);
+  }
+  EXPECT_EQ(best, 0.0);
+  tuner.propose(2);
+  EXPECT_EQ(tuner.annealing_steps(), 50);
+  EXPECT_EQ(tuner.annealing_chains(), 32);
+  tuner.propose(32);
+  EXPECT_EQ(tuner.annealing_steps(), 250);
+  EXPECT_EQ(tuner.annealing_chains(), 64);
+}
+
 // While the scores come from other workloads (transfer), more of each batch is drawn at random:
 // epsilon + transfer_epsilon * w. Random draws are far from the optimum the oracle knows, the
 // model's picks are near it.
