@@ -137,7 +137,9 @@ int pad_and_crop_outputs(Graph& g, int64_t lanes) {
   return changed;
 }
 
-int pad_through_convolutions(Graph& g, int64_t lanes) {
+// The values whose channels pad through convolutions: ragged values made by plain convs that only
+// plain convs and global pools read.
+std::set<std::string> values_to_pad(const Graph& g, int64_t lanes) {
   // Candidates: values of ragged channel counts made by plain convs.
   std::set<std::string> padded_values;
   for (const Node& n : g.nodes) {
@@ -181,8 +183,11 @@ int pad_through_convolutions(Graph& g, int64_t lanes) {
       }
     }
   }
-  if (padded_values.empty()) return 0;
+  return padded_values;
+}
 
+// Pads `padded_values` (values_to_pad) and the convolutions around them.
+int pad_through_convolutions(Graph& g, const std::set<std::string>& padded_values, int64_t lanes) {
   int changed = 0;
   for (Node& n : g.nodes) {
     if (n.op != "Conv") continue;
@@ -222,13 +227,15 @@ int pad_channels(Graph& g, int64_t lanes) {
   // to blocks of 8 anyway, the padded channels are only more work (a 24-channel input). Then, on
   // either ISA, the crops of the outputs that stayed ragged.
   int changed = 0;
-  if (lanes > 8) {
+  const std::set<std::string> values =
+      lanes > 8 ? values_to_pad(g, lanes) : std::set<std::string>{};
+  if (!values.empty()) {
+    // Tried on a copy, which holds the weights: only where something would pad.
     Graph padded_graph = g;
-    changed = pad_through_convolutions(padded_graph, lanes);
-    if (changed > 0 && channel_block(padded_graph, lanes) == lanes) {
+    const int padded = pad_through_convolutions(padded_graph, values, lanes);
+    if (channel_block(padded_graph, lanes) == lanes) {
       g = std::move(padded_graph);
-    } else {
-      changed = 0;
+      changed = padded;
     }
   }
   return changed + pad_and_crop_outputs(g, lanes);

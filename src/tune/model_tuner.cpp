@@ -23,7 +23,8 @@ ModelTuner::ModelTuner(const ConfigSpace& space, const TuneParams& params,
     : Tuner(space, params.seed),
       params_(params),
       model_(std::move(model)),
-      feature_fn_(std::move(features)) {}
+      feature_fn_(std::move(features)),
+      batch_(params.batch_size) {}
 
 const std::vector<float>* ModelTuner::features_of(const Config& c) {
   uint64_t index = space_.to_index(c);
@@ -155,12 +156,11 @@ int scaled_to_batch(int full, int batch, int floor) {
 }  // namespace
 
 int ModelTuner::annealing_steps() const {
-  return scaled_to_batch(params_.sa_steps, batch_ > 0 ? batch_ : params_.batch_size,
-                         params_.sa_early_stop);
+  return scaled_to_batch(params_.sa_steps, batch_, params_.sa_early_stop);
 }
 
 int ModelTuner::annealing_chains() const {
-  return scaled_to_batch(params_.sa_chains, batch_ > 0 ? batch_ : params_.batch_size, 32);
+  return scaled_to_batch(params_.sa_chains, batch_, 32);
 }
 
 std::vector<std::pair<double, Config>> ModelTuner::anneal() {

@@ -63,7 +63,8 @@ class ModelTuner : public Tuner {
   std::vector<std::vector<float>> train_x_;
   std::vector<double> train_gflops_;
   std::vector<Config> chains_;
-  int batch_ = 0;  // the last propose()'s n: the batch the next anneal() plans for
+  // The batch the next anneal() plans for: the last propose()'s n, params.batch_size before it.
+  int batch_;
   bool fitted_ = false;
   // anneal()'s result for the next propose(), when outlook() ran it; dropped when the model
   // changes.
