@@ -39,7 +39,8 @@ ProgramStrategy annotate(const std::string& rule, const std::string& loop_ref, F
     if (!ref.ok()) return RewriteResult<Program>::not_applicable(text, ref.error);
     const std::string& loop = ref.name;
     return rewrite_loop(
-        p, text, loop, [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
+        p, text, loop,
+        [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
           const ForNode& n = *site.loop;
           if (n.for_kind == kind)
             return fmt::format("loop {} is already {}", loop, for_kind_name(kind));
@@ -48,7 +49,8 @@ ProgramStrategy annotate(const std::string& rule, const std::string& loop_ref, F
           }
           if (std::optional<std::string> why = check(site)) return *why;
           return make_for(n.var, n.min, n.extent, kind, n.body);
-        });
+        },
+        Resimplify::kNo);
   });
 }
 

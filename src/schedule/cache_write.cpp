@@ -166,18 +166,24 @@ RewriteResult<Program> cache_box(const Program& p, const std::string& text,
     Replace(const ForNode* target, Stmt body) : target_(target), body_(std::move(body)) {}
 
    protected:
+    // Only the cached loop's body changed: it is simplified within the loops around it.
     Stmt visit_(const ForNode& n, const Stmt& self) override {
-      if (&n != target_) return StmtMutator::visit_(n, self);
-      return make_for(n.var, n.min, n.extent, n.for_kind, body_);
+      enclosing_.push_back(&n);
+      Stmt out = &n != target_ ? StmtMutator::visit_(n, self)
+                               : make_for(n.var, n.min, n.extent, n.for_kind,
+                                          simplify_in_loops(body_, enclosing_));
+      enclosing_.pop_back();
+      return out;
     }
     using StmtMutator::visit_;
 
    private:
     const ForNode* target_;
     Stmt body_;
+    std::vector<const ForNode*> enclosing_;
   } replace(at, new_body);
   Program out = p;
-  out.body = simplify(replace.visit(p.body));
+  out.body = replace.visit(p.body);
   return RewriteResult<Program>::success(std::move(out));
 }
 

@@ -14,8 +14,8 @@ namespace {
 
 class LoopReplacer : public StmtMutator {
  public:
-  LoopReplacer(const std::string& name, const LoopRewrite& rewrite)
-      : name_(name), rewrite_(rewrite) {}
+  LoopReplacer(const std::string& name, const LoopRewrite& rewrite, Resimplify resimplify)
+      : name_(name), rewrite_(rewrite), resimplify_(resimplify) {}
   bool found = false;
   std::string failure;
 
@@ -29,7 +29,9 @@ class LoopReplacer : public StmtMutator {
         failure = *reason;
         return self;
       }
-      return std::get<Stmt>(result);
+      const Stmt& replacement = std::get<Stmt>(result);
+      if (resimplify_ == Resimplify::kNo) return replacement;
+      return simplify_in_loops(replacement, enclosing_);
     }
     enclosing_.push_back(&n);
     Stmt out = StmtMutator::visit_(n, self);
@@ -40,6 +42,7 @@ class LoopReplacer : public StmtMutator {
  private:
   const std::string& name_;
   const LoopRewrite& rewrite_;
+  Resimplify resimplify_;
   std::vector<const ForNode*> enclosing_;
 };
 
@@ -223,14 +226,15 @@ bool reads_stay_in_own_box(const ForNode& loop, const Buffer& buffer) {
 }  // namespace
 
 RewriteResult<Program> rewrite_loop(const Program& p, const std::string& rule,
-                                    const std::string& loop, const LoopRewrite& rewrite) {
-  LoopReplacer replacer(loop, rewrite);
+                                    const std::string& loop, const LoopRewrite& rewrite,
+                                    Resimplify resimplify) {
+  LoopReplacer replacer(loop, rewrite, resimplify);
   Stmt body = replacer.visit(p.body);
   if (!replacer.found) return RewriteResult<Program>::not_applicable(rule, "no loop named " + loop);
   if (!replacer.failure.empty())
     return RewriteResult<Program>::not_applicable(rule, replacer.failure);
   Program out = p;
-  out.body = simplify(body);
+  out.body = body;
   return RewriteResult<Program>::success(std::move(out));
 }
 
@@ -241,10 +245,7 @@ std::vector<std::string> loop_names(const Program& p) {
 }
 
 bool has_loop(const Program& p, const std::string& name) {
-  for (const std::string& n : loop_names(p)) {
-    if (n == name) return true;
-  }
-  return false;
+  return find_loop(p, name) != nullptr;
 }
 
 // Buffers allocated inside a statement are private to each execution of it.

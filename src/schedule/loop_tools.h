@@ -22,10 +22,18 @@ struct LoopSite {
 /// A loop rewrite returns the replacement statement, or the reason it does not apply.
 using LoopRewrite = std::function<std::variant<Stmt, std::string>(const LoopSite&)>;
 
-/// Applies `rewrite` to the loop named `loop` and simplifies the result. Not applicable (named
-/// `rule`) when no loop has that name or the rewrite declines.
+/// Whether a loop rewrite made expressions the simplifier should see: a split does; an annotation
+/// that changes only the loop's kind does not.
+enum class Resimplify { kYes, kNo };
+
+/// Applies `rewrite` to the loop named `loop` and, unless told not to, simplifies the statement it
+/// returns within the ranges of the loops around it (the rest of the program is unchanged, and
+/// simplifying all of it after every step was most of the cost of instantiating a configuration
+/// for the cost model). Not applicable (named `rule`) when no loop has that name or the rewrite
+/// declines.
 RewriteResult<Program> rewrite_loop(const Program& p, const std::string& rule,
-                                    const std::string& loop, const LoopRewrite& rewrite);
+                                    const std::string& loop, const LoopRewrite& rewrite,
+                                    Resimplify resimplify = Resimplify::kYes);
 
 /// Names of all loops, in program order.
 std::vector<std::string> loop_names(const Program& p);

@@ -32,7 +32,11 @@ class LoopFinder : public StmtVisitor {
 
  protected:
   void visit_(const ForNode& n, const Stmt& self) override {
-    if (n.var.name() == name && !found) found = &n;
+    if (found) return;
+    if (n.var.name() == name) {
+      found = &n;
+      return;
+    }
     StmtVisitor::visit_(n, self);
   }
   using StmtVisitor::visit_;

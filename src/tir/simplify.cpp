@@ -105,9 +105,12 @@ class Simplifier {
  public:
   explicit Simplifier(const RangeMap& ranges) : ranges_(ranges) {}
 
+  // An expression that comes back unchanged is returned as itself, so that simplifying a
+  // simplified program shares its nodes instead of rebuilding (and freeing) every statement.
   Expr simplify(const Expr& e) {
-    if (e.dtype() == DType::kInt32) return from_linear(canonical(e));
-    return simplify_other(e);
+    if (e.kind() == ExprKind::kIntImm || e.kind() == ExprKind::kVar) return e;
+    Expr out = e.dtype() == DType::kInt32 ? from_linear(canonical(e)) : simplify_other(e);
+    return same_expr(out, e) ? e : out;
   }
 
   std::optional<IntRange> bound(const Linear& l) {
@@ -520,14 +523,21 @@ class StmtSimplifier : public StmtMutator {
   Stmt visit_(const ForNode& n, const Stmt& self) override {
     Expr mn = mutate_expr(n.min);
     std::optional<IntRange> mb = bound_of(mn, ranges_);
-    auto saved = ranges_;
+    // Only this loop's variable changes: restore its old range, not a copy of the whole map.
+    const VarNode* var = n.var.get();
+    std::optional<IntRange> outer;
+    if (auto it = ranges_.find(var); it != ranges_.end()) outer = it->second;
     if (mb) {
-      ranges_[n.var.get()] = IntRange{mb->min, mb->max + n.extent - 1};
+      ranges_[var] = IntRange{mb->min, mb->max + n.extent - 1};
     } else {
-      ranges_.erase(n.var.get());
+      ranges_.erase(var);
     }
     Stmt body = visit(n.body);
-    ranges_ = std::move(saved);
+    if (outer) {
+      ranges_[var] = *outer;
+    } else {
+      ranges_.erase(var);
+    }
     if (mn.same_as(n.min) && body.same_as(n.body)) return self;
     return make_for(n.var, mn, n.extent, n.for_kind, body);
   }
@@ -558,6 +568,18 @@ Expr simplify(const Expr& e, const RangeMap& ranges) {
 Stmt simplify(const Stmt& s, const RangeMap& ranges) {
   StmtSimplifier simplifier(ranges);
   return simplifier.visit(s);
+}
+
+Stmt simplify_in_loops(const Stmt& s, const std::vector<const ForNode*>& enclosing) {
+  RangeMap ranges;
+  for (const ForNode* loop : enclosing) {
+    if (std::optional<IntRange> b = bound_of(loop->min, ranges)) {
+      ranges[loop->var.get()] = IntRange{b->min, b->max + loop->extent - 1};
+    } else {
+      ranges.erase(loop->var.get());
+    }
+  }
+  return simplify(s, ranges);
 }
 
 std::optional<IntRange> bound_of(const Expr& e, const RangeMap& ranges) {

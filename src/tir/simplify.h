@@ -24,6 +24,10 @@ Expr simplify(const Expr& e, const RangeMap& ranges = {});
 /// Simplifies every expression of a statement, using the ranges of enclosing loops, and removes
 /// guards the ranges prove true.
 Stmt simplify(const Stmt& s, const RangeMap& ranges = {});
+/// Simplifies a statement that sits inside `enclosing` (outermost first), whose ranges it uses
+/// as simplify(Stmt) of the whole program would: for a rewrite that changed one loop nest of an
+/// already simplified program, the same result without visiting the rest.
+Stmt simplify_in_loops(const Stmt& s, const std::vector<const ForNode*>& enclosing);
 /// A bound on an int expression's value, if one follows from the ranges.
 std::optional<IntRange> bound_of(const Expr& e, const RangeMap& ranges);
 

@@ -7,6 +7,8 @@
 #include "ops/templates.h"
 #include "schedule/strategy_parser.h"
 #include "test_util.h"
+#include "tir/simplify.h"
+#include "tir/structural_equal.h"
 
 namespace tessera {
 namespace {
@@ -107,6 +109,35 @@ TEST(Templates, ConfigurationsPrintParseAndCompute) {
     EXPECT_GT(applied, 20);
   }
   EXPECT_THROW(space_for(parse_workload("blur2d:H=8,W=8,separate=0")), Error);
+}
+
+// Rules simplify only the loop nest they rewrote. That equals simplifying the whole program
+// after each step only if every step leaves a program the simplifier would not change, so the
+// programs of random configurations of every kind of space must be fixpoints.
+TEST(Templates, RewrittenProgramsAreAlreadySimplified) {
+  for (const char* w : {"matmul:M=64,N=48,K=40", "conv2d:N=1,C=8,H=12,W=12,O=16,K=3,S=1,P=1",
+                        "conv2d_bias_relu:N=1,C=3,H=10,W=10,O=8,K=3,S=2,P=1",
+                        "conv2d_nchwc:N=1,C=32,H=10,W=10,O=32,K=3,S=1,P=0,CB=16",
+                        "conv2d_nchwc:N=1,C=16,H=7,W=7,O=48,K=1,S=1,P=0,CB=16",
+                        "depthwise_conv2d_nchwc:N=1,C=32,H=12,W=12,K=3,S=2,P=1,CB=16",
+                        "batch_matmul:B=3,M=16,N=24,K=8", "softmax:M=8,N=40",
+                        "max_pool2d:N=1,C=4,H=12,W=12,K=3,S=2,P=1"}) {
+    SCOPED_TRACE(w);
+    Workload workload = parse_workload(w);
+    OpInstance op = instantiate(workload);
+    ConfigSpace space = space_for(workload);
+    std::mt19937_64 rng(5);
+    int applied = 0;
+    for (int i = 0; i < 30; ++i) {
+      Config c = space.sample(rng);
+      RewriteResult<Program> r = space.instantiate(c)(op.program);
+      if (!r) continue;
+      ++applied;
+      EXPECT_TRUE(structural_equal(simplify(r.program().body), r.program().body))
+          << space.describe(c);
+    }
+    EXPECT_GT(applied, 10);
+  }
 }
 
 }  // namespace
