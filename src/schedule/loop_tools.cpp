@@ -114,7 +114,7 @@ Expr flat_index(const Buffer& b, const std::vector<Expr>& indices) {
 bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (!same_expr(simplify(a[i]), simplify(b[i]))) return false;
+    if (!same_expr(a[i], b[i]) && !same_expr(simplify(a[i]), simplify(b[i]))) return false;
   }
   return true;
 }
@@ -122,6 +122,7 @@ bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 // True if the store's elements for different values of `v` are disjoint: the flattened index is
 // c*v + f(outer vars) + g(inner vars) with the span of g smaller than |c|.
 bool index_is_disjoint(const Expr& index, const StoreSite& site, const VarNode* v) {
+  if (!uses_var(index, v)) return false;  // its coefficient is 0: no simplifying needed to say so
   Expr flat = simplify(index);
   std::optional<int64_t> c = affine_coefficient(flat, v);
   if (!c || *c == 0) return false;
