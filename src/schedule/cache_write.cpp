@@ -161,30 +161,12 @@ RewriteResult<Program> cache_box(const Program& p, const std::string& text,
   if (write) parts.push_back(copy_nest(buffer, local, offset, layout, false, stage + ".store"));
   Stmt new_body = make_allocate(local, make_seq(parts));
 
-  class Replace : public StmtMutator {
-   public:
-    Replace(const ForNode* target, Stmt body) : target_(target), body_(std::move(body)) {}
-
-   protected:
-    // Only the cached loop's body changed: it is simplified within the loops around it.
-    Stmt visit_(const ForNode& n, const Stmt& self) override {
-      enclosing_.push_back(&n);
-      Stmt out = &n != target_ ? StmtMutator::visit_(n, self)
-                               : make_for(n.var, n.min, n.extent, n.for_kind,
-                                          simplify_in_loops(body_, enclosing_));
-      enclosing_.pop_back();
-      return out;
-    }
-    using StmtMutator::visit_;
-
-   private:
-    const ForNode* target_;
-    Stmt body_;
-    std::vector<const ForNode*> enclosing_;
-  } replace(at, new_body);
-  Program out = p;
-  out.body = replace.visit(p.body);
-  return RewriteResult<Program>::success(std::move(out));
+  // `at` is the first loop of that name, the one rewrite_loop replaces; only its body changed.
+  return rewrite_loop(p, text, ref.name,
+                      [&](const LoopSite& site) -> std::variant<Stmt, std::string> {
+                        const ForNode& n = *site.loop;
+                        return make_for(n.var, n.min, n.extent, n.for_kind, new_body);
+                      });
 }
 
 ProgramStrategy cache_write(const std::string& stage, const std::string& loop_ref,

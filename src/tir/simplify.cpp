@@ -513,6 +513,17 @@ class Simplifier {
   const RangeMap& ranges_;
 };
 
+// Binds a loop's variable to the values it takes, from its (simplified) start under the ranges
+// outside it; unbounded when the start is. The one rule for a loop's range, whether the
+// simplifier meets the loop or starts inside it.
+void bind_loop_range(RangeMap& ranges, const VarNode* var, const Expr& min, int64_t extent) {
+  if (std::optional<IntRange> b = bound_of(min, ranges)) {
+    ranges[var] = IntRange{b->min, b->max + extent - 1};
+  } else {
+    ranges.erase(var);
+  }
+}
+
 class StmtSimplifier : public StmtMutator {
  public:
   explicit StmtSimplifier(RangeMap ranges) : ranges_(std::move(ranges)) {}
@@ -522,16 +533,11 @@ class StmtSimplifier : public StmtMutator {
 
   Stmt visit_(const ForNode& n, const Stmt& self) override {
     Expr mn = mutate_expr(n.min);
-    std::optional<IntRange> mb = bound_of(mn, ranges_);
     // Only this loop's variable changes: restore its old range, not a copy of the whole map.
     const VarNode* var = n.var.get();
     std::optional<IntRange> outer;
     if (auto it = ranges_.find(var); it != ranges_.end()) outer = it->second;
-    if (mb) {
-      ranges_[var] = IntRange{mb->min, mb->max + n.extent - 1};
-    } else {
-      ranges_.erase(var);
-    }
+    bind_loop_range(ranges_, var, mn, n.extent);
     Stmt body = visit(n.body);
     if (outer) {
       ranges_[var] = *outer;
@@ -572,13 +578,8 @@ Stmt simplify(const Stmt& s, const RangeMap& ranges) {
 
 Stmt simplify_in_loops(const Stmt& s, const std::vector<const ForNode*>& enclosing) {
   RangeMap ranges;
-  for (const ForNode* loop : enclosing) {
-    if (std::optional<IntRange> b = bound_of(loop->min, ranges)) {
-      ranges[loop->var.get()] = IntRange{b->min, b->max + loop->extent - 1};
-    } else {
-      ranges.erase(loop->var.get());
-    }
-  }
+  for (const ForNode* loop : enclosing)
+    bind_loop_range(ranges, loop->var.get(), loop->min, loop->extent);
   return simplify(s, ranges);
 }
 
