@@ -51,6 +51,13 @@ std::vector<int64_t> Node::attr_ints(const std::string& key, std::vector<int64_t
   throw_error("{}: attribute {} is not a list of integers", where(), key);
 }
 
+std::vector<double> Node::attr_floats(const std::string& key, std::vector<double> fallback) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return fallback;
+  if (const auto* v = std::get_if<std::vector<double>>(&it->second)) return *v;
+  throw_error("{}: attribute {} is not a list of floats", where(), key);
+}
+
 std::string Node::attr_string(const std::string& key, const std::string& fallback) const {
   auto it = attrs.find(key);
   if (it == attrs.end()) return fallback;

@@ -56,6 +56,7 @@ struct Node {
   int64_t attr_int(const std::string& key, int64_t fallback) const;
   double attr_float(const std::string& key, double fallback) const;
   std::vector<int64_t> attr_ints(const std::string& key, std::vector<int64_t> fallback) const;
+  std::vector<double> attr_floats(const std::string& key, std::vector<double> fallback) const;
   std::string attr_string(const std::string& key, const std::string& fallback) const;
   /// `Conv+Add+Relu` for a fused node, the op otherwise.
   std::string label() const;

@@ -49,5 +49,6 @@ void add_data_rows(std::vector<OpDef>& table);         // op_data.cpp: Slice, Pa
 void add_folded_rows(std::vector<OpDef>& table);       // op_data.cpp: Shape, Range, ...
 void add_nn_rows(std::vector<OpDef>& table);           // op_nn.cpp: reductions, norms, ...
 void add_recurrent_rows(std::vector<OpDef>& table);    // op_rnn.cpp: LSTM, GRU
+void add_resize_rows(std::vector<OpDef>& table);       // op_resize.cpp: Resize, Upsample
 
 }  // namespace tessera::graph

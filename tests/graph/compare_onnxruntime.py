@@ -2,7 +2,8 @@
 """End-to-end check of `tessera run-model` against onnxruntime.
 
 Builds small models with the `onnx` package and seeded random weights (an MLP, a DQN, a
-ResNet-style net, MobileNet-v2-style blocks and one model with the remaining operators), runs each
+ResNet-style net, MobileNet-v2-style blocks, one model with the remaining operators, Resize and
+Upsample), runs each
 on the same random input with onnxruntime, with `tessera run-model model.onnx --json` and, compiled
 by `tessera compile --trials 0 -o model.so`, with `tessera run-model model.so`; fails when a
 maximum relative error (max |a - b| / max |b|) is above 1e-3. Prints the run times.
@@ -317,6 +318,33 @@ def recurrent_lm():
                    input_type=TensorProto.INT64), [1, seq]
 
 
+def resize():
+    """Resize as exporters write it: nearest x2 (asymmetric, floor: torch's interpolate),
+    bilinear to given sizes (pytorch_half_pixel), nearest at a fractional scale whose ties round
+    up (round_prefer_ceil), and between convolutions."""
+    b = Builder(12)
+    empty = b.const(np.array([], dtype=np.float32))
+    h = b.op("Relu", [b.conv("input", 3, 8, 3, pad=1)])
+    h = b.op("Resize", [h, empty, b.const(np.array([1, 1, 2, 2], dtype=np.float32))],
+             mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    h = b.conv(h, 8, 8, 3, pad=1)
+    h = b.op("Resize", [h, empty, empty, b.ints([1, 8, 23, 17])], mode="linear",
+             coordinate_transformation_mode="pytorch_half_pixel")
+    h = b.op("Resize", [h, empty, b.const(np.array([1, 1, 0.5, 1.5], dtype=np.float32))],
+             mode="nearest", nearest_mode="round_prefer_ceil")
+    return b.model("resize", [1, 3, 10, 7], b.conv(h, 8, 4, 1)), [1, 3, 10, 7]
+
+
+def upsample():
+    """Upsample, the operator before Resize (opset 9): nearest and linear, asymmetric."""
+    b = Builder(13)
+    h = b.op("Upsample", ["input", b.const(np.array([1, 1, 2, 3], dtype=np.float32))],
+             mode="nearest")
+    h = b.op("Upsample", [h, b.const(np.array([1, 1, 1.5, 2], dtype=np.float32))],
+             mode="linear")
+    return b.model("upsample", [1, 2, 5, 4], b.op("Relu", [h]), opset=9), [1, 2, 5, 4]
+
+
 def ort_run(path, x, threads, repeat):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
@@ -364,7 +392,7 @@ def main():
     print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
           f"{'ort ms':>9}  kernels")
     for build in (mlp, dqn, resnet, mobilenet, misc, se_block, encoder, more_ops,
-                  dcgan, matmul_broadcast, recurrent_lm):
+                  dcgan, matmul_broadcast, recurrent_lm, resize, upsample):
         model, shape = build()
         name = model.graph.name
         path = os.path.join(args.workdir, name + ".onnx")

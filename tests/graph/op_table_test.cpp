@@ -515,6 +515,98 @@ TEST(OpTable, LeadingGathersOfConsecutiveIndicesAreViews) {
   EXPECT_EQ(gathers(ex), 2);
 }
 
+// Resize in every supported mode against the reference (nearest picks bit-exact, linear within
+// float rounding), between blocked convolutions too; the reference on hand-checked values; the
+// modes it does not take are one clear error each.
+TEST(OpTable, ResizeMatchesTheReferenceInEveryMode) {
+  const HostTensor empty{{0}, {}, false};
+  struct Case {
+    std::string mode, coordinates, rounding;
+  };
+  std::vector<Case> cases;
+  for (const char* c :
+       {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"})
+    for (const char* r : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
+      cases.push_back({"nearest", c, r});
+  for (const char* c : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"})
+    cases.push_back({"linear", c, ""});
+  for (const Case& c : cases) {
+    for (const std::vector<double>& scales :
+         std::vector<std::vector<double>>{{1, 1, 2, 2}, {1, 1, 1.5, 0.5}, {1, 1, 0.6, 2.5}}) {
+      SCOPED_TRACE(fmt::format("{} {} {} scales {}", c.mode, c.coordinates, c.rounding,
+                               fmt::join(scales, "x")));
+      GraphBuilder b(51);
+      std::map<std::string, graph::AttrValue> attrs{
+          {"mode", c.mode}, {"coordinate_transformation_mode", c.coordinates}};
+      if (!c.rounding.empty()) attrs["nearest_mode"] = c.rounding;
+      std::string y = b.node(
+          "Resize", {b.input({1, 3, 7, 9}), b.constant(empty), b.constant({{4}, scales, false})},
+          attrs);
+      Graph g = b.finish(y);
+      EXPECT_LE(run_against_reference(g, b, -1, 1), c.mode == "nearest" ? 0.0 : 1e-6);
+    }
+  }
+  // Sizes, between blocked convolutions (the resize runs on NCHW between them).
+  {
+    GraphBuilder b(52);
+    std::string h = b.conv(b.input({1, 16, 6, 5}), 16, 16, 3, 1, 1);
+    h = b.node("Resize",
+               {h, b.constant(empty), b.constant(empty), b.constant({{4}, {1, 16, 13, 9}, true})},
+               {{"mode", std::string("linear")}});
+    Graph g = b.finish(b.conv(h, 16, 16, 3, 1, 1));
+    EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 16, 13, 9}));
+    EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+  }
+  // The reference: ties of asymmetric nearest round to the floor; align_corners keeps the ends.
+  {
+    GraphBuilder b(53);
+    Graph g = b.finish(
+        b.node("Resize", {b.input({1, 3}), b.constant(empty), b.constant({{2}, {1, 2}, false})},
+               {{"coordinate_transformation_mode", std::string("asymmetric")}}));
+    HostTensor x{{1, 3}, {10, 20, 30}, false};
+    EXPECT_EQ(graph::run_reference(g, {{g.inputs[0], x}}).at(0).data,
+              (std::vector<double>{10, 10, 20, 20, 30, 30}));
+  }
+  {
+    GraphBuilder b(54);
+    Graph g = b.finish(b.node(
+        "Resize",
+        {b.input({1, 2}), b.constant(empty), b.constant(empty), b.constant({{2}, {1, 4}, true})},
+        {{"mode", std::string("linear")},
+         {"coordinate_transformation_mode", std::string("align_corners")}}));
+    HostTensor x{{1, 2}, {0, 3}, false};
+    std::vector<double> y = graph::run_reference(g, {{g.inputs[0], x}}).at(0).data;
+    ASSERT_EQ(y.size(), 4u);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[i], i, 1e-6);
+  }
+  // Upsample (opset 7's scales attribute): nearest, the floor of y / scale.
+  {
+    GraphBuilder b(55);
+    std::string y =
+        b.node("Upsample", {b.input({1, 2, 3, 4})}, {{"scales", std::vector<double>{1, 1, 2, 3}}});
+    Graph g = b.finish(y);
+    EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 2, 6, 12}));
+    EXPECT_EQ(run_against_reference(g, b, -1, 1), 0.0);
+  }
+  for (const auto& [attr, value] : std::vector<std::pair<std::string, graph::AttrValue>>{
+           {"mode", std::string("cubic")},
+           {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+           {"antialias", int64_t{1}}}) {
+    SCOPED_TRACE(attr);
+    GraphBuilder b(56);
+    std::string y =
+        b.node("Resize",
+               {b.input({1, 1, 4, 4}), b.constant(empty), b.constant({{4}, {1, 1, 2, 2}, false})},
+               {{attr, value}});
+    try {
+      b.finish(y);
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("(Resize): " + attr), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(OpTable, DynamicShapeArithmeticIsOneClearError) {
   GraphBuilder b(26);
   std::string x = b.input({2, 12});
