@@ -2,7 +2,7 @@
 """The models users bring: export real networks with torch, run them with tessera, onnxruntime
 and (when installed) OpenVINO, and compare.
 
-One model of each torchvision classification family, the AutoTVM paper's DCGAN generator and LSTM
+One model of each torchvision classification family, two segmentation networks, the AutoTVM paper's DCGAN generator and LSTM
 language model, and a BERT-base-sized encoder at sequence 128, each exported with both of torch's
 exporters (`dynamo=False`, the TorchScript one, and `dynamo=True`, the default), random weights,
 batch 1. For each export: does tessera import it (and if not, its one-line reason), its largest
@@ -31,6 +31,28 @@ def classification(name):
         import torchvision
 
         return getattr(torchvision.models, name)(weights=None).eval(), (1, 3, 224, 224)
+
+    return make
+
+
+def segmentation(name):
+    """A torchvision segmentation network (its decoder upsamples with bilinear Resize) at
+    224x224; the output is the "out" map of its result."""
+
+    def make():
+        import torch.nn as nn
+        import torchvision
+
+        class Out(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = getattr(torchvision.models.segmentation, name)(
+                    weights=None, weights_backbone=None)
+
+            def forward(self, x):
+                return self.net(x)["out"]
+
+        return Out().eval(), (1, 3, 224, 224)
 
     return make
 
@@ -96,6 +118,8 @@ MODELS = {
     "mnasnet1_0": classification("mnasnet1_0"),
     "convnext_tiny": classification("convnext_tiny"),
     "vit_b_16": classification("vit_b_16"),
+    "lraspp_mobilenet_v3_large": segmentation("lraspp_mobilenet_v3_large"),
+    "deeplabv3_mobilenet_v3_large": segmentation("deeplabv3_mobilenet_v3_large"),
     "dcgan_generator": dcgan_generator,
     "bert_base_encoder": bert_encoder,
     "lstm_lm": lstm_lm,

@@ -16,8 +16,11 @@ namespace {
 // EfficientNet-B0's squeeze-excite convolutions (0%) kept it at blocks of 8 under the old rule
 // "every convolution fits": 8.7 ms, at 16 7.1; MobileNet-v3-small's (23%) runs 1.44 ms at 8, 1.66
 // at 16; SqueezeNet's 1000-class convolution (25%) 4.05 at 8, 3.80 at 16 (Xeon AVX-512, 2
-// threads).
-constexpr double kNarrowShare = 0.05;
+// threads). On Zen 5 (AVX-512, interleaved): 8 is faster for MobileNet-v3-small (23%, 1.26x),
+// MnasNet (20%, 1.09x) and ShuffleNet-v2 (28%, 1.05x), about even for LR-ASPP (18%) and
+// RegNet-Y-400MF (46%), and 16 for DeepLab-v3's MobileNet-v3 (6%, 1.32x), whose 960-channel atrous
+// convolutions are most of its work.
+constexpr double kNarrowShare = 0.10;
 
 // The conv kernel's own epilogue (ops/nn.h blocked_epilogue): constant per-channel adds (folded
 // into the bias) and full-shape residuals before at most one activation (Relu, Clip(0, 6),

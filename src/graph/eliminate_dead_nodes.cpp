@@ -39,6 +39,7 @@ std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options) {
   log.push_back({"fold_constants", fold_constants(g)});
   log.push_back({"pool_reductions", pool_reductions(g)});
   log.push_back({"lower_conv_transpose", lower_conv_transpose(g)});
+  log.push_back({"trim_padding_taps", trim_padding_taps(g)});
   log.push_back({"fold_batch_norm", fold_batch_norm(g)});
   log.push_back({"fuse_epilogues", fuse_epilogues(g)});
   if (options.blocked_layout)

@@ -24,6 +24,10 @@ int pool_reductions(Graph& g);
 /// tessera.ZeroInsert of the input (its padding) and a Conv with the weights flipped and their
 /// channel axes swapped. Returns how many.
 int lower_conv_transpose(Graph& g);
+/// Convs with constant weights lose the leading and trailing kernel rows and columns whose taps
+/// read only padding at every output position (a dilated 3x3 whose outer taps all fall outside a
+/// small map becomes a 1x1); pads and dilations follow, the output shape stays. Returns how many.
+int trim_padding_taps(Graph& g);
 /// A BatchNormalization of `input` with constant weights and statistics as y = x * scale + shift
 /// per channel (scale = gamma / sqrt(var + eps), shift = beta - mean * scale), or nothing.
 struct BatchNormAffine {
@@ -109,7 +113,8 @@ struct PassOptions {
   /// keeps every convolution direct.
   bool winograd = true;
 };
-/// fold_constants, pool_reductions, lower_conv_transpose, fold_batch_norm, fuse_epilogues,
+/// fold_constants, pool_reductions, lower_conv_transpose, trim_padding_taps, fold_batch_norm,
+/// fuse_epilogues,
 /// pad_channels (to the ISA's lanes, when the layout is blocked), eliminate_dead_nodes,
 /// choose_layouts, fold_channel_scales, choose_conv_algorithms, in that order (the last three only
 /// with a blocked layout).
