@@ -347,8 +347,11 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   std::string epilogue =
       fmt::format(",BIAS={},RES={},ACT={}", has_bias ? 1 : 0, residual ? 1 : 0, act);
   std::string shape_keys = fmt::format("N={},C={},H={},W={}", w.n, w.c, w.h, w.w);
-  library_step(depthwise ? fmt::format("depthwise_conv2d_nchwc:{},K={},S={},P={},CB={}{}",
-                                       shape_keys, w.kh, w.sh, w.pt, block, epilogue)
+  // D only where dilated, so that the workloads (and their records) of the others stay as they
+  // were.
+  std::string dilation = w.dh > 1 ? fmt::format(",D={}", w.dh) : "";
+  library_step(depthwise ? fmt::format("depthwise_conv2d_nchwc:{},K={},S={},P={}{},CB={}{}",
+                                       shape_keys, w.kh, w.sh, w.pt, dilation, block, epilogue)
                          : fmt::format("conv2d_nchwc:{},O={},K={},S={},P={},D={},CB={},IB={}{}",
                                        shape_keys, w.out_channels, w.kh, w.sh, w.pt, w.dh, block,
                                        ib == block ? 0 : ib, epilogue),

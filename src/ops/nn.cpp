@@ -153,7 +153,7 @@ Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t s
 }
 
 Tensor depthwise_conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
-                              const std::string& name) {
+                              const std::string& name, int64_t dilation) {
   if (data.ndim() != 5 || weight.ndim() != 4)
     throw_error(
         "depthwise_conv2d_nchwc needs [N][C/cb][H][W][cb] data and [C/cb][K][K][cb] weights");
@@ -167,14 +167,17 @@ Tensor depthwise_conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t 
         "[{}][{}][{}][{}]",
         ds[1], ds[4], ws[0], ws[1], ws[2], ws[3]);
   }
+  if (dilation <= 0)
+    throw_error("depthwise_conv2d_nchwc: dilation must be positive, got {}", dilation);
   int64_t k = ws[1];
-  auto [oh, ow] = conv_output_plane(ds[2], ds[3], k, k, stride, pad, 1);
+  auto [oh, ow] = conv_output_plane(ds[2], ds[3], k, k, stride, pad, dilation);
   Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
   IterVar ry = reduce_axis(k, "ry"), rx = reduce_axis(k, "rx");
-  int s = static_cast<int>(stride);
+  int s = static_cast<int>(stride), d = static_cast<int>(dilation);
+  auto tap = [d](const Var& r) { return d == 1 ? Expr(r) : Expr(r) * d; };
   return compute({ds[0], ds[1], oh, ow, ds[4]},
                  [&](const std::vector<Var>& i) {
-                   return sum(in(i[0], i[1], i[2] * s + ry.var, i[3] * s + rx.var, i[4]) *
+                   return sum(in(i[0], i[1], i[2] * s + tap(ry.var), i[3] * s + tap(rx.var), i[4]) *
                                   weight(i[1], ry.var, rx.var, i[4]),
                               {ry, rx});
                  },

@@ -35,7 +35,7 @@ Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t s
 /// Goihw16g weights): data [N][C/cb][H][W][cb], weights [C/cb][K][K][cb], out
 /// [N][C/cb][OH][OW][cb]; each channel of a block is a vector lane.
 Tensor depthwise_conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
-                              const std::string& name = "dwconv");
+                              const std::string& name = "dwconv", int64_t dilation = 1);
 /// Max or average over KxK windows with stride S of an NCHW tensor padded by P (max pads with
 /// the lowest float, average counts the padding, as PyTorch's default).
 enum class PoolKind { kMax, kAvg };

@@ -272,9 +272,10 @@ OpInstance build_conv2d_bias_relu(const Workload& w) {
   return op;
 }
 
-// Window shape of depthwise convolution and pooling: K, S, P over NCHW.
+// Window shape of depthwise convolution and pooling: K, S, P (and the blocked depthwise
+// convolution's dilation D) over NCHW.
 struct WindowShape {
-  int64_t n, c, h, w, k, s, p, oh, ow;
+  int64_t n, c, h, w, k, s, p, oh, ow, d = 1;
 };
 
 WindowShape window_shape(const Workload& w) {
@@ -288,11 +289,14 @@ WindowShape window_shape(const Workload& w) {
                 0,
                 0};
   if (s.p < 0) throw_error("{}: P must not be negative, got {}", w.op, s.p);
-  if (s.k > s.h + 2 * s.p || s.k > s.w + 2 * s.p)
-    throw_error("{}: window {} is larger than the padded input {}x{}", w.op, s.k, s.h + 2 * s.p,
+  s.d = w.get_or("D", 1);
+  if (s.d <= 0) throw_error("{}: D must be positive, got {}", w.op, s.d);
+  const int64_t span = (s.k - 1) * s.d + 1;
+  if (span > s.h + 2 * s.p || span > s.w + 2 * s.p)
+    throw_error("{}: window {} is larger than the padded input {}x{}", w.op, span, s.h + 2 * s.p,
                 s.w + 2 * s.p);
-  s.oh = (s.h + 2 * s.p - s.k) / s.s + 1;
-  s.ow = (s.w + 2 * s.p - s.k) / s.s + 1;
+  s.oh = (s.h + 2 * s.p - span) / s.s + 1;
+  s.ow = (s.w + 2 * s.p - span) / s.s + 1;
   return s;
 }
 
@@ -325,9 +329,10 @@ OpInstance build_depthwise_conv2d(const Workload& w, bool blocked) {
                           : placeholder({s.c, s.k, s.k}, DType::kFloat32, "weight");
   EpilogueKeys e = blocked ? epilogue_keys(w) : EpilogueKeys{};
   std::vector<Tensor> args{data, weight};
-  Tensor out = blocked ? with_epilogue(e, depthwise_conv2d_nchwc(data, weight, s.s, s.p, "dwconv"),
-                                       s.c / cb, cb, args)
-                       : depthwise_conv2d_nchw(data, weight, s.s, s.p, "dwconv");
+  Tensor out = blocked
+                   ? with_epilogue(e, depthwise_conv2d_nchwc(data, weight, s.s, s.p, "dwconv", s.d),
+                                   s.c / cb, cb, args)
+                   : depthwise_conv2d_nchw(data, weight, s.s, s.p, "dwconv");
   args.push_back(out);
   OpInstance op{args, lower(w.op, args), 2.0 * s.n * s.c * s.oh * s.ow * s.k * s.k, s.k * s.k,
                 nullptr};
@@ -340,7 +345,7 @@ OpInstance build_depthwise_conv2d(const Workload& w, bool blocked) {
             double acc = 0;
             for (int64_t ky = 0; ky < s.k; ++ky)
               for (int64_t kx = 0; kx < s.k; ++kx) {
-                int64_t iy = y * s.s + ky - s.p, ix = xx * s.s + kx - s.p;
+                int64_t iy = y * s.s + ky * s.d - s.p, ix = xx * s.s + kx * s.d - s.p;
                 if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
                 acc += x[0][nchwc_index(n, c, iy, ix, s.c, s.h, s.w, cb)] *
                        x[1][((c / cb * s.k + ky) * s.k + kx) * cb + c % cb];
@@ -529,10 +534,10 @@ const std::vector<OpDef>& op_registry() {
        [](const Workload& w) { return build_depthwise_conv2d(w, false); }},
       {"depthwise_conv2d_nchwc",
        {"N", "C", "H", "W", "K", "S", "P"},
-       {{"CB", 16}, {"BIAS", 0}, {"RES", 0}, {"ACT", 0}},
+       {{"CB", 16}, {"D", 1}, {"BIAS", 0}, {"RES", 0}, {"ACT", 0}},
        "depthwise_conv2d with channels in blocks of CB (TVM's NCHWc, oneDNN's nChw16c): data "
-       "[N][C/CB][H][W][CB], weights [C/CB][K][K][CB], out [N][C/CB][OH][OW][CB]; BIAS, RES, ACT "
-       "as conv2d_nchwc's",
+       "[N][C/CB][H][W][CB], weights [C/CB][K][K][CB], out [N][C/CB][OH][OW][CB]; dilation D; "
+       "BIAS, RES, ACT as conv2d_nchwc's",
        [](const Workload& w) { return build_depthwise_conv2d(w, true); }},
       {"max_pool2d",
        {"N", "C", "H", "W", "K", "S", "P"},

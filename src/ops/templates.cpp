@@ -542,8 +542,9 @@ ConfigSpace window_space(const Workload& w, const std::string& stage) {
 // block's channels are the vector, so a stride-2 row is still read as whole vectors and rows of 7
 // columns lose no lanes. Register tile: tile_oh rows x tile_ow columns x tile_c blocks.
 ConfigSpace depthwise_nchwc_space(const Workload& w) {
-  int64_t cb = w.get_or("CB", 16), k = w.get("K"), s = w.get("S"), p = w.get("P");
-  int64_t ow = (w.get("W") + 2 * p - k) / s + 1, oh = (w.get("H") + 2 * p - k) / s + 1;
+  int64_t cb = w.get_or("CB", 16), s = w.get("S"), p = w.get("P");
+  int64_t span = (w.get("K") - 1) * w.get_or("D", 1) + 1;
+  int64_t ow = (w.get("W") + 2 * p - span) / s + 1, oh = (w.get("H") + 2 * p - span) / s + 1;
   std::vector<Knob> knobs{
       split_knob_from("tile_ow", ow, {{1}, {2}, {4}, {7}, {8}, {14}, {16}, {28}}),
       split_knob_from("tile_oh", oh, {{1}, {2}, {4}}),

@@ -57,6 +57,9 @@ const char* const kWorkloads[] = {
     "depthwise_conv2d_nchwc:N=1,C=16,H=9,W=10,K=3,S=2,P=1,CB=8,BIAS=1,ACT=2",
     "depthwise_conv2d_nchwc:N=1,C=16,H=6,W=7,K=3,S=1,P=1,CB=8,RES=1",
     "depthwise_conv2d_nchwc:N=1,C=16,H=6,W=7,K=3,S=1,P=1,CB=8,BIAS=1,ACT=4",
+    // Dilated (MobileNet-v3's last stage in DeepLab-v3 and LR-ASPP, output stride 16).
+    "depthwise_conv2d_nchwc:N=1,C=16,H=9,W=8,K=5,S=1,P=4,D=2,CB=8,BIAS=1,ACT=3",
+    "depthwise_conv2d_nchwc:N=1,C=16,H=9,W=10,K=3,S=2,P=2,D=3,CB=8",
     "max_pool2d:N=1,C=3,H=9,W=9,K=3,S=2,P=1",
     "avg_pool2d:N=1,C=3,H=8,W=20,K=2,S=2,P=0",
     "bias_add:M=4,N=37",
