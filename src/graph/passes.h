@@ -45,6 +45,12 @@ int fold_batch_norm(Graph& g);
 /// residual or a bias), and SiLU as Mul(y, Sigmoid(y)), join the producer's epilogue list,
 /// repeatedly, so the chain becomes one fused node.
 int fuse_epilogues(Graph& g);
+/// A Conv with constant weights, most of whose products read padding though no tap does at every
+/// output position (a dilation near the map's size: DeepLab-v3's 3x3 at dilation 12 on 14x14),
+/// becomes one Conv per pair of row and column bands in which the same taps are live, each over
+/// the input it reads, joined by Concats; its epilogue goes to every piece (per-channel adds and
+/// activations only: no residual). Returns how many.
+int split_by_live_taps(Graph& g);
 /// Values whose channel count is not a multiple of `lanes` (above 8), made by group-1 Convs with
 /// constant weights and read only by such Convs (as data, or as a residual of one whose output is
 /// padded too) or by GlobalAveragePool, get zero channels up to the next multiple: zero output
@@ -114,7 +120,7 @@ struct PassOptions {
   bool winograd = true;
 };
 /// fold_constants, pool_reductions, lower_conv_transpose, trim_padding_taps, fold_batch_norm,
-/// fuse_epilogues,
+/// fuse_epilogues, split_by_live_taps,
 /// pad_channels (to the ISA's lanes, when the layout is blocked), eliminate_dead_nodes,
 /// choose_layouts, fold_channel_scales, choose_conv_algorithms, in that order (the last three only
 /// with a blocked layout).

@@ -572,4 +572,43 @@ TEST(GraphPasses, TapsThatReadOnlyPaddingAreTrimmed) {
   }
 }
 
+// DeepLab's 3 x 3 at dilation 12 on a 14 x 14 map: the outer taps reach the image only for the
+// two outermost rows and columns, so the output is cut into 3 x 3 pieces: the centre a 1 x 1
+// convolution, the rest 2 x 2 (square, as the blocked kernels take them), 27% of the products;
+// bias and Relu go to every piece.
+// At dilation 2 every tap reads the image almost everywhere: unchanged.
+TEST(GraphPasses, ConvolutionsSplitWhereTheLiveTapsChange) {
+  for (int64_t dilation : {12, 2}) {
+    SCOPED_TRACE(dilation);
+    GraphBuilder b(62);
+    std::string y = b.node(
+        "Conv", {b.input({1, 16, 14, 14}), b.random({16, 16, 3, 3}, -0.5, 0.5), b.random({16})},
+        {{"dilations", std::vector<int64_t>{dilation, dilation}},
+         {"pads", std::vector<int64_t>{dilation, dilation, dilation, dilation}}});
+    Graph g = b.finish(b.node("Relu", {y}));
+    HostTensor in = b.random_tensor({1, 16, 14, 14});
+    HostTensor before = run(g, in);
+    EXPECT_EQ(graph::fuse_epilogues(g), 1);
+    EXPECT_EQ(graph::split_by_live_taps(g), dilation == 12 ? 1 : 0);
+    int convs = 0;
+    double products = 0;
+    for (const graph::Node& n : g.nodes) {
+      if (n.op != "Conv") continue;
+      ++convs;
+      EXPECT_EQ(n.epilogue.size(), 1u);
+      const std::vector<int64_t>& out = g.shape(n.outputs[0]);
+      const std::vector<int64_t> k = n.attr_ints("kernel_shape", {3, 3});
+      products += double(out[2] * out[3] * k[0] * k[1]);
+    }
+    EXPECT_EQ(convs, dilation == 12 ? 9 : 1);
+    // Four corners and four edges with 2 x 2 taps, the centre with one.
+    if (dilation == 12) {
+      EXPECT_EQ(products, 4 * (2 * 2 * 4) + 4 * (2 * 10 * 4) + 10 * 10);
+    }
+    EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+    graph::run_default_passes(g);
+    EXPECT_LT(testing::max_relative_error(run_compiled(g, in), before), 1e-5);
+  }
+}
+
 }  // namespace tessera
