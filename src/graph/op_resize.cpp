@@ -233,9 +233,11 @@ OpDef resize_row(std::string name, std::vector<std::string> attributes) {
     ResizeSpec s = resize_spec(n, g);
     const size_t rank = s.in.size();
     std::vector<std::vector<std::vector<Tap>>> table(rank);
-    for (size_t k = 0; k < rank; ++k)
+    for (size_t k = 0; k < rank; ++k) {
+      const bool same = identity(s, k);
       for (int64_t y = 0; y < s.out[k]; ++y)
-        table[k].push_back(identity(s, k) ? std::vector<Tap>{{y, 1.0f}} : taps(s, k, y));
+        table[k].push_back(same ? std::vector<Tap>{{y, 1.0f}} : taps(s, k, y));
+    }
     HostTensor out{s.out, {}, x.is_int};
     out.data.reserve(num_elements(s.out));
     for (int64_t i = 0; i < num_elements(s.out); ++i) {
