@@ -138,6 +138,12 @@ std::optional<Baseline> onednn_conv_nchwc(const OpInstance& op, const ConvParams
                                           int repeat) {
   if (cb != 16 && cb != 8) return std::nullopt;
   bool wide = cb == 16, whole_input = c.c % cb != 0;
+  if (c.g > 1) {
+    // Groups of whole blocks (G=): the same blocks inside each group's weights.
+    Tag blocked = wide ? Tag::nChw16c : Tag::nChw8c;
+    return onednn_conv_in_layouts(op, c, blocked, {c.g, c.o / c.g, c.c / c.g, c.k, c.k},
+                                  wide ? Tag::gOIhw16i16o : Tag::gOIhw8i8o, blocked, repeat);
+  }
   Tag data_tag = whole_input ? Tag::nhwc : wide ? Tag::nChw16c : Tag::nChw8c;
   Tag weight_tag =
       whole_input ? (wide ? Tag::Ohwi16o : Tag::Ohwi8o) : (wide ? Tag::OIhw16i16o : Tag::OIhw8i8o);

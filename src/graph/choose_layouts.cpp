@@ -59,7 +59,10 @@ bool blockable_conv(const Graph& g, const Node& n, int64_t block) {
   bool depthwise = w.group > 1 && w.group == w.c && w.out_channels == w.c;
   if (depthwise) {
     if (w.c % block != 0) return false;
-  } else if (w.group != 1 || w.out_channels % block != 0 || (w.c % block != 0 && w.c > block)) {
+  } else if (w.group > 1) {
+    // Groups of whole blocks (RegNet's 8 channels a group, in blocks of 8).
+    if ((w.c / w.group) % block != 0 || (w.out_channels / w.group) % block != 0) return false;
+  } else if (w.out_channels % block != 0 || (w.c % block != 0 && w.c > block)) {
     return false;
   }
   return kernel_epilogue(g, n, w.out_channels);

@@ -252,7 +252,8 @@ void Planner::plan_pool(const Node& n) {
 
 void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   Window2d w = read_window(n, g_.shape(n.inputs[0]), &g_.shape(n.inputs[1]));
-  bool depthwise = w.group > 1;
+  // Otherwise groups of whole blocks (choose_layouts), or one group.
+  bool depthwise = w.group > 1 && w.group == w.c && w.out_channels == w.c;
   // Channels that fill no block (an image's three) are read as blocks of one: NCHW itself,
   // with no conversion.
   int64_t ib = depthwise || w.c % block == 0 ? block : 1;
@@ -350,11 +351,12 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   // D only where dilated, so that the workloads (and their records) of the others stay as they
   // were.
   std::string dilation = w.dh > 1 ? fmt::format(",D={}", w.dh) : "";
+  std::string groups = w.group > 1 ? fmt::format(",G={}", w.group) : "";
   library_step(depthwise ? fmt::format("depthwise_conv2d_nchwc:{},K={},S={},P={}{},CB={}{}",
                                        shape_keys, w.kh, w.sh, w.pt, dilation, block, epilogue)
-                         : fmt::format("conv2d_nchwc:{},O={},K={},S={},P={},D={},CB={},IB={}{}",
-                                       shape_keys, w.out_channels, w.kh, w.sh, w.pt, w.dh, block,
-                                       ib == block ? 0 : ib, epilogue),
+                         : fmt::format("conv2d_nchwc:{},O={},K={},S={},P={},D={}{},CB={},IB={}{}",
+                                       shape_keys, w.out_channels, w.kh, w.sh, w.pt, w.dh, groups,
+                                       block, ib == block ? 0 : ib, epilogue),
                std::move(args));
 }
 

@@ -101,27 +101,37 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int
 }
 
 Tensor conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
-                    const std::string& name, int64_t dilation) {
+                    const std::string& name, int64_t dilation, int64_t groups) {
   if (data.ndim() != 5 || weight.ndim() != 6)
     throw_error(
         "conv2d_nchwc needs [N][C/cb][H][W][cb] data and [O/ob][C/cb][K][K][cb][ob] weights");
   const auto& ds = data->shape;
   const auto& ws = weight->shape;
-  if (ws[1] != ds[1] || ws[4] != ds[4]) {
-    throw_error("conv2d_nchwc: data has {} blocks of {} channels but weights expect {} of {}",
-                ds[1], ds[4], ws[1], ws[4]);
+  if (groups <= 0 || ws[0] % groups != 0)
+    throw_error("conv2d_nchwc: {} groups do not divide {} output blocks", groups, ws[0]);
+  if (ws[1] * groups != ds[1] || ws[4] != ds[4]) {
+    throw_error(
+        "conv2d_nchwc: data has {} blocks of {} channels but weights expect {} groups of {} of {}",
+        ds[1], ds[4], groups, ws[1], ws[4]);
   }
   int64_t kh = ws[2], kw = ws[3];
   auto [oh, ow] = conv_output_plane(ds[2], ds[3], kh, kw, stride, pad, dilation);
   Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
-  IterVar ic = reduce_axis(ds[1], "ic"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx"),
+  IterVar ic = reduce_axis(ws[1], "ic"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx"),
           ib = reduce_axis(ds[4], "ib");
   int s = static_cast<int>(stride), d = static_cast<int>(dilation);
   return compute({ds[0], ws[0], oh, ow, ws[5]},
                  [&](const std::vector<Var>& i) {
                    Expr iy = d == 1 ? i[2] * s + ry.var : i[2] * s + ry.var * d;
                    Expr ix = d == 1 ? i[3] * s + rx.var : i[3] * s + rx.var * d;
-                   return sum(in(i[0], ic.var, iy, ix, ib.var) *
+                   // Blocks of one output group read their group's input blocks; one output
+                   // block per group (RegNet's 8 channels a group in blocks of 8) stays affine.
+                   const int64_t out_blocks_per_group = ws[0] / groups;
+                   Expr group = out_blocks_per_group == 1
+                                    ? Expr(i[1])
+                                    : Expr(i[1]) / make_int(out_blocks_per_group);
+                   Expr in_block = groups == 1 ? Expr(ic.var) : group * make_int(ws[1]) + ic.var;
+                   return sum(in(i[0], in_block, iy, ix, ib.var) *
                                   weight(i[1], ic.var, ry.var, rx.var, ib.var, i[4]),
                               {ic, ry, rx, ib});
                  },

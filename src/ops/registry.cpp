@@ -141,8 +141,10 @@ struct BlockedConv {
   int64_t data_index(int64_t n, int64_t c, int64_t y, int64_t x) const {
     return nchwc_index(n, c, y, x, s.c, s.h, s.w, ib);
   }
+  /// `c` counts within the output channel's group.
   int64_t weight_index(int64_t o, int64_t c, int64_t ky, int64_t kx) const {
-    return ((((o / ob * (s.c / ib) + c / ib) * s.k + ky) * s.k + kx) * ib + c % ib) * ob + o % ob;
+    return ((((o / ob * (s.c / s.g / ib) + c / ib) * s.k + ky) * s.k + kx) * ib + c % ib) * ob +
+           o % ob;
   }
   int64_t out_index(int64_t n, int64_t o, int64_t y, int64_t x) const {
     return nchwc_index(n, o, y, x, s.o, s.oh, s.ow, ob);
@@ -215,15 +217,23 @@ OpInstance build_conv2d_nchwc(const Workload& w) {
   if (b.ib < 0 || (b.ib > 0 && s.c % b.ib != 0))
     throw_error("conv2d_nchwc: IB={} (input channel block) must divide C={}", b.ib, s.c);
   if (b.ib == 0) b.ib = s.c % b.ob == 0 ? b.ob : s.c;
+  // Groups of whole blocks on both sides, so that every block belongs to one group.
+  const int64_t cg = s.c / s.g, og = s.o / s.g;
+  if (s.g > 1 && (cg % b.ib != 0 || og % b.ob != 0)) {
+    throw_error(
+        "conv2d_nchwc: G={} groups of {} input and {} output channels are not whole blocks of "
+        "{} and {}",
+        s.g, cg, og, b.ib, b.ob);
+  }
   Tensor data = placeholder({s.n, s.c / b.ib, s.h, s.w, b.ib}, DType::kFloat32, "data");
   Tensor weight =
-      placeholder({s.o / b.ob, s.c / b.ib, s.k, s.k, b.ib, b.ob}, DType::kFloat32, "weight");
+      placeholder({s.o / b.ob, cg / b.ib, s.k, s.k, b.ib, b.ob}, DType::kFloat32, "weight");
   std::vector<Tensor> args{data, weight};
-  Tensor out =
-      with_epilogue(e, conv2d_nchwc(data, weight, s.s, s.p, "conv", s.d), s.o / b.ob, b.ob, args);
+  Tensor out = with_epilogue(e, conv2d_nchwc(data, weight, s.s, s.p, "conv", s.d, s.g), s.o / b.ob,
+                             b.ob, args);
   args.push_back(out);
-  double flops = 2.0 * s.n * s.o * s.oh * s.ow * s.c * s.k * s.k;
-  OpInstance op{args, lower("conv2d_nchwc", args), flops, s.c * s.k * s.k, nullptr};
+  double flops = 2.0 * s.n * s.o * s.oh * s.ow * cg * s.k * s.k;
+  OpInstance op{args, lower("conv2d_nchwc", args), flops, cg * s.k * s.k, nullptr};
   op.reference = [b, e](Arrays& x) {
     const ConvShape& s = b.s;
     size_t out = x.size() - 1;
@@ -232,12 +242,14 @@ OpInstance build_conv2d_nchwc(const Workload& w) {
         for (int64_t y = 0; y < s.oh; ++y)
           for (int64_t xx = 0; xx < s.ow; ++xx) {
             double acc = 0;
-            for (int64_t c = 0; c < s.c; ++c)
+            const int64_t cg = s.c / s.g, first = o / (s.o / s.g) * cg;
+            for (int64_t c = 0; c < cg; ++c)
               for (int64_t ky = 0; ky < s.k; ++ky)
                 for (int64_t kx = 0; kx < s.k; ++kx) {
                   int64_t iy = y * s.s + ky * s.d - s.p, ix = xx * s.s + kx * s.d - s.p;
                   if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-                  acc += x[0][b.data_index(n, c, iy, ix)] * x[1][b.weight_index(o, c, ky, kx)];
+                  acc +=
+                      x[0][b.data_index(n, first + c, iy, ix)] * x[1][b.weight_index(o, c, ky, kx)];
                 }
             x[out][b.out_index(n, o, y, xx)] = acc;
           }
@@ -514,11 +526,12 @@ const std::vector<OpDef>& op_registry() {
        build_conv2d},
       {"conv2d_nchwc",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
-       {{"D", 1}, {"CB", 16}, {"IB", 0}, {"BIAS", 0}, {"RES", 0}, {"ACT", 0}},
+       {{"D", 1}, {"G", 1}, {"CB", 16}, {"IB", 0}, {"BIAS", 0}, {"RES", 0}, {"ACT", 0}},
        "conv2d with channels in blocks of CB (TVM's NCHWc, oneDNN's nChw16c): data "
        "[N][C/cb][H][W][cb] (cb = IB where given, else CB, or C where CB does not divide it), "
        "weights "
-       "[O/CB][C/cb][K][K][cb][CB], out [N][O/CB][OH][OW][CB]; epilogue as it writes: BIAS=1 + "
+       "[O/CB][C/G/cb][K][K][cb][CB] (G groups of whole blocks), out [N][O/CB][OH][OW][CB]; "
+       "epilogue as it writes: BIAS=1 + "
        "bias[O], RES=1 + a residual like out, ACT=1 relu, ACT=2 relu6, ACT=3 hardswish, ACT=4 "
        "silu, ACT=5 gelu, ACT=6 tanh",
        build_conv2d_nchwc},

@@ -204,6 +204,22 @@ def se_block():
     return b.model("se_block", [1, 3, 33, 33], b.gemm(h, 16, 10), opset=14), [1, 3, 33, 33]
 
 
+def grouped():
+    """RegNet's block: grouped 3x3 convolutions of 8 channels a group (blocked, in whole blocks),
+    one of 4 a group (unblocked between blocked ones), squeeze-excite and a residual."""
+    b = Builder(14)
+    x = b.op("Relu", [b.bn(b.conv("input", 16, 32, 1), 32)])
+    h = b.op("Relu", [b.bn(b.conv(x, 32, 32, 3, 2, 1, group=4, bias=False), 32)])
+    s = b.op("ReduceMean", [h], axes=[2, 3], keepdims=1)
+    s = b.op("Sigmoid", [b.conv(b.op("Relu", [b.conv(s, 32, 8, 1)]), 8, 32, 1)])
+    h = b.op("Mul", [h, s])
+    r = b.bn(b.conv(h, 32, 32, 3, 1, 1, group=2, bias=False), 32)
+    h = b.op("Relu", [b.op("Add", [r, h])])
+    h = b.op("Relu", [b.bn(b.conv(h, 32, 32, 3, 1, 1, group=8, bias=False), 32)])
+    h = b.op("ReduceMean", [h], axes=[2, 3], keepdims=0)
+    return b.model("grouped", [1, 16, 18, 18], b.gemm(h, 32, 10), opset=14), [1, 16, 18, 18]
+
+
 def encoder():
     """A BERT-style encoder layer at sequence 8: LayerNormalization, attention with Div, Softmax
     and shape arithmetic (Shape, Gather, Unsqueeze, Concat into Reshape), Gelu as Erf."""
@@ -391,7 +407,7 @@ def main():
     failures = 0
     print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
           f"{'ort ms':>9}  kernels")
-    for build in (mlp, dqn, resnet, mobilenet, misc, se_block, encoder, more_ops,
+    for build in (mlp, dqn, resnet, mobilenet, misc, se_block, grouped, encoder, more_ops,
                   dcgan, matmul_broadcast, recurrent_lm, resize, upsample):
         model, shape = build()
         name = model.graph.name

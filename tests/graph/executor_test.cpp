@@ -142,6 +142,34 @@ TEST(GraphExecutor, BlockedLayoutKeepsConvolutionChainsInChannelBlocks) {
             1);
 }
 
+// Grouped convolutions whose groups are whole blocks (RegNet's 8 channels a group) run blocked,
+// each output block reading its group's input blocks; groups of 4 channels fill no block and
+// leave their convolution unblocked, converted around it.
+TEST(GraphExecutor, GroupedConvolutionsOfWholeBlocksRunBlocked) {
+  GraphBuilder b(23);
+  std::string x = b.input({1, 16, 20, 20});
+  std::string h = b.node("Relu", {b.batch_norm(b.conv(x, 16, 32, 1, 1, 0), 32)});
+  h = b.node("Relu", {b.batch_norm(b.conv(h, 32, 32, 3, 2, 1, 4, false), 32)});
+  std::string r = b.batch_norm(b.conv(h, 32, 32, 3, 1, 1, 2, false), 32);
+  h = b.node("Relu", {b.node("Add", {r, h})});
+  h = b.node("Relu", {b.batch_norm(b.conv(h, 32, 32, 3, 1, 1, 8, false), 32)});
+  Graph g = b.finish(b.conv(h, 32, 16, 1, 1, 0));
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-4);
+  std::vector<std::string> k = workloads(ex);
+  EXPECT_EQ(count_prefix(k, "conv2d_nchwc:N=1,C=32,H=20,W=20,O=32,K=3,S=2,P=1,G=4,CB=8,"), 1);
+  EXPECT_EQ(
+      std::count_if(k.begin(), k.end(),
+                    [](const std::string& s) {
+                      return s.starts_with(
+                                 "conv2d_nchwc:N=1,C=32,H=10,W=10,O=32,K=3,S=1,P=1,G=2,CB=8,") &&
+                             s.ends_with(",BIAS=1,RES=1,ACT=1");
+                    }),
+      1);
+  EXPECT_EQ(count_prefix(k, "conv2d_nchwc:"), 4);
+  EXPECT_EQ(count_prefix(k, "graph:from_blocked"), 2) << "around the groups of 4 channels";
+}
+
 // Blocked 3x3 stride-1 convolutions with enough tiles run as Winograd F(4x4, 3x3): whole tiles
 // (28x28) with bias, residual and Relu in the output transform, and a partial last tile (30x30)
 // through the padded output and the crop kernel with Relu6; the same graph with

@@ -39,6 +39,10 @@ const char* const kWorkloads[] = {
     "conv2d_nchwc:N=1,C=16,H=6,W=7,O=16,K=1,S=1,P=0,CB=8,BIAS=1,RES=1,ACT=3",
     "conv2d_nchwc:N=1,C=16,H=6,W=7,O=16,K=3,S=1,P=1,CB=8,BIAS=1,ACT=4",
     "conv2d_nchwc:N=1,C=16,H=6,W=7,O=16,K=2,S=1,P=1,CB=8,BIAS=1,ACT=6",
+    // Grouped in whole blocks: one block a group (RegNet's 8 channels a group), and two input
+    // blocks to four output blocks a group.
+    "conv2d_nchwc:N=1,C=32,H=9,W=9,O=32,K=3,S=1,P=1,G=4,CB=8,BIAS=1,RES=1,ACT=1",
+    "conv2d_nchwc:N=1,C=32,H=9,W=10,O=64,K=3,S=2,P=1,G=2,CB=8,BIAS=1,ACT=1",
     "conv2d:N=1,C=3,H=8,W=9,O=5,K=3,S=2,P=1,IM2COL=1",
     "conv2d_bias_relu:N=1,C=2,H=5,W=6,O=8,K=3,S=2,P=1,WB=4",
     "dense:B=3,I=10,O=32,WB=16",
@@ -234,8 +238,7 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
       // ViT's 197 tokens: no vector width divides the row, which still runs as vectors of 16
       // with the last one masked.
       {"softmax:M=2364,N=197",
-       {"rfactor(exp_sum, exp_sum.k.inner)", "split(softmax.j, 16)",
-        "vectorize(softmax.j.inner)"}},
+       {"rfactor(exp_sum, exp_sum.k.inner)", "split(softmax.j, 16)", "vectorize(softmax.j.inner)"}},
   };
   for (const auto& [w, wanted] : models) {
     SCOPED_TRACE(w);
