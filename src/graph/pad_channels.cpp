@@ -4,6 +4,7 @@
 // pooling, its producers get zero output channels appended, its readers zero input channels, and
 // a pool's result is cropped back, so the padded channels are finite and never reach a real one.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "graph/op_attrs.h"
@@ -137,65 +138,170 @@ int pad_and_crop_outputs(Graph& g, int64_t lanes) {
   return changed;
 }
 
-// The values whose channels pad through convolutions: ragged values made by plain convs that only
-// plain convs and global pools read.
-std::set<std::string> values_to_pad(const Graph& g, int64_t lanes) {
-  // Candidates: values of ragged channel counts made by plain convs.
-  std::set<std::string> padded_values;
-  for (const Node& n : g.nodes) {
-    if (!plain_conv(g, n)) continue;
-    const std::string& y = n.outputs[0];
-    int64_t c = g.shape(y)[1];
-    if (c % lanes != 0 && c > 8 && !g.is_output(y)) padded_values.insert(y);
-  }
-  // Drop those read by anything but a plain conv's data input or a residual of a conv whose own
-  // output is padded too, until nothing changes.
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (auto it = padded_values.begin(); it != padded_values.end();) {
-      bool ok = true;
-      for (size_t r : g.consumers(*it)) {
-        const Node& reader = g.nodes[r];
-        // Global pooling keeps the padded channels apart; its result is cropped.
-        if (reader.op == "GlobalAveragePool") continue;
-        if (!plain_conv(g, reader)) {
-          ok = false;
-          break;
-        }
-        for (size_t i = 0; i < reader.inputs.size(); ++i) {
-          if (reader.inputs[i] != *it || i == 0) continue;
-          std::vector<std::string> res = residuals(g, reader);
-          bool as_residual = std::find(res.begin(), res.end(), *it) != res.end();
-          ok = ok && as_residual && padded_values.count(reader.outputs[0]) > 0;
-        }
-      }
-      // A conv writing a padded value adds its residuals channel by channel: they must be
-      // padded alike.
-      for (const Node& n : g.nodes) {
-        if (n.outputs[0] != *it) continue;
-        for (const std::string& res : residuals(g, n)) ok = ok && padded_values.count(res) > 0;
-      }
-      if (ok) {
-        ++it;
-      } else {
-        it = padded_values.erase(it);
-        changed = true;
-      }
+// Nodes a padded value passes through channel by channel: padded in, padded out, every padded
+// channel finite (f(0) and f(finite) are finite for each of them).
+bool channelwise_unary(const Node& n) {
+  static const std::set<std::string> ops{"Relu",    "Clip", "HardSwish", "HardSigmoid",
+                                         "Sigmoid", "Tanh", "LeakyRelu"};
+  return ops.count(n.op) > 0 && !n.inputs.empty();
+}
+
+// A depthwise Conv (one group per channel) with constant weights, and the epilogue plain_conv
+// accepts: its padded channels get zero filters.
+bool depthwise_conv(const Graph& g, const Node& n) {
+  if (n.op != "Conv" || n.inputs.size() < 2 || !g.is_constant(n.inputs[1])) return false;
+  if (n.inputs.size() > 2 && !n.inputs[2].empty() && !g.is_constant(n.inputs[2])) return false;
+  const std::vector<int64_t>& in = g.shape(n.inputs[0]);
+  const std::vector<int64_t>& out = g.shape(n.outputs[0]);
+  if (in.size() != 4 || out.size() != 4) return false;
+  const int64_t group = n.attr_int("group", 1);
+  if (group <= 1 || group != in[1] || out[1] != in[1]) return false;
+  Node as_plain = n;
+  as_plain.attrs["group"] = int64_t{1};
+  return plain_conv(g, as_plain);
+}
+
+// Global pooling over H and W: it keeps the padded channels apart, and its result is cropped.
+bool global_pool(const Graph& g, const Node& n) {
+  if (n.op == "GlobalAveragePool") return true;
+  if (n.op != "ReduceMean" || g.shape(n.inputs[0]).size() != 4 || n.inputs.size() > 1) return false;
+  std::vector<int64_t> axes = n.attr_ints("axes", {});
+  std::sort(axes.begin(), axes.end());
+  return axes == std::vector<int64_t>{2, 3} || axes == std::vector<int64_t>{-2, -1};
+}
+
+// Add, Sub or Mul of values of the output's shape or per channel, and of constants per channel or
+// scalar.
+bool channelwise_binary(const Graph& g, const Node& n) {
+  if ((n.op != "Add" && n.op != "Sub" && n.op != "Mul") || n.inputs.size() != 2) return false;
+  const std::vector<int64_t>& out = g.shape(n.outputs[0]);
+  if (out.size() != 4) return false;
+  for (const std::string& v : n.inputs) {
+    const std::vector<int64_t>& shape = g.shape(v);
+    if (g.is_constant(v)) {
+      if (num_elements(shape) != 1 && !is_per_channel(shape, out[1])) return false;
+    } else if (shape != out && shape != std::vector<int64_t>{out[0], out[1], 1, 1}) {
+      return false;
     }
+  }
+  return true;
+}
+
+// Values that must pad together: a channelwise node's inputs and output, a convolution's output
+// and its residuals.
+class ChannelClasses {
+ public:
+  std::string find(const std::string& v) {
+    auto it = parent_.find(v);
+    if (it == parent_.end() || it->second == v) return v;
+    return it->second = find(it->second);
+  }
+  void unite(const std::string& a, const std::string& b) {
+    const std::string ra = find(a), rb = find(b);
+    if (ra != rb) parent_[ra] = rb;
+  }
+
+ private:
+  std::map<std::string, std::string> parent_;
+};
+
+// The values whose channels pad: ragged activations made by convolutions and the channelwise
+// nodes between them (depthwise convolutions, activations, squeeze-excite's scaling, residual
+// adds), read only by such nodes, convolutions and global pools. A class of values that pad
+// together is dropped whole when any of them cannot.
+std::set<std::string> values_to_pad(const Graph& g, int64_t lanes) {
+  ChannelClasses classes;
+  std::set<std::string> blocked;  // values that keep their channels, with their whole class
+  for (const std::string& v : g.inputs) blocked.insert(v);
+  for (const std::string& v : g.outputs) blocked.insert(v);
+  for (const Node& n : g.nodes) {
+    const std::string& y = n.outputs[0];
+    const bool plain = plain_conv(g, n), depthwise = !plain && depthwise_conv(g, n);
+    const bool unary = channelwise_unary(n), binary = channelwise_binary(g, n);
+    const bool pool = global_pool(g, n);
+    if (plain || depthwise) {
+      for (const std::string& r : residuals(g, n)) classes.unite(r, y);
+      if (depthwise) classes.unite(n.inputs[0], y);
+    } else if (unary) {
+      classes.unite(n.inputs[0], y);
+    } else if (binary) {
+      for (const std::string& v : n.inputs)
+        if (!g.is_constant(v)) classes.unite(v, y);
+    } else if (!pool) {
+      // Neither its inputs nor its output may pad.
+      for (const std::string& v : n.inputs) blocked.insert(v);
+      for (size_t i = 0; i < n.outputs.size(); ++i) blocked.insert(n.outputs[i]);
+      continue;
+    }
+    if (pool) blocked.insert(y);  // cropped after the pool
+    for (size_t i = 1; i < n.outputs.size(); ++i) blocked.insert(n.outputs[i]);
+    // A convolution reads its data input, residuals and constants; the channelwise nodes only
+    // their first input beside constants unless linked above.
+    if (unary)
+      for (size_t i = 1; i < n.inputs.size(); ++i)
+        if (!g.is_constant(n.inputs[i])) blocked.insert(n.inputs[i]);
+  }
+  std::set<std::string> blocked_classes;
+  for (const std::string& v : blocked) blocked_classes.insert(classes.find(v));
+  // Every member of a class has the channels of the others (linked nodes keep them); a class pads
+  // when they are ragged, more than 8, and nothing holds it.
+  std::map<std::string, std::vector<std::string>> members;
+  for (const Node& n : g.nodes) {
+    const std::string& y = n.outputs[0];
+    if (g.is_constant(y) || g.shape(y).size() != 4) {
+      blocked_classes.insert(classes.find(y));
+      continue;
+    }
+    members[classes.find(y)].push_back(y);
+  }
+  std::set<std::string> padded_values;
+  for (const auto& [root, values] : members) {
+    if (blocked_classes.count(root)) continue;
+    const int64_t c = g.shape(values.front())[1];
+    if (c % lanes == 0 || c <= 8) continue;
+    bool same = std::all_of(values.begin(), values.end(), [&](const std::string& v) {
+      return g.shape(v)[1] == c && g.shape(v)[0] == 1;
+    });
+    if (same) padded_values.insert(values.begin(), values.end());
   }
   return padded_values;
 }
 
-// Pads `padded_values` (values_to_pad) and the convolutions around them.
+// A per-channel (or scalar) constant operand of a channelwise node, padded with zeros as
+// [1, to, 1, 1].
+void pad_channel_constant(Graph& g, Node& n, size_t input, int64_t channels, int64_t to) {
+  const std::string& v = n.inputs[input];
+  if (num_elements(g.shape(v)) == 1) return;
+  HostTensor t = g.constants.at(v);
+  t.shape = {1, channels, 1, 1};
+  replace_constant(g, n, input, padded(t, 1, to), ".input" + std::to_string(input) + "_padded");
+}
+
+// Pads `padded_values` (values_to_pad) and the nodes around them.
 int pad_through_convolutions(Graph& g, const std::set<std::string>& padded_values, int64_t lanes) {
   int changed = 0;
   for (Node& n : g.nodes) {
-    if (n.op != "Conv") continue;
-    bool pads_out = padded_values.count(n.outputs[0]) > 0;
+    const bool pads_out = padded_values.count(n.outputs[0]) > 0;
+    if (n.op != "Conv") {
+      if (!pads_out || !channelwise_binary(g, n)) continue;
+      const int64_t channels = g.shape(n.outputs[0])[1];
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (g.is_constant(n.inputs[i]))
+          pad_channel_constant(g, n, i, channels, round_up(channels, lanes));
+      ++changed;
+      continue;
+    }
     bool pads_in = padded_values.count(n.inputs[0]) > 0;
     if (!pads_out && !pads_in) continue;
     ++changed;
     HostTensor w = g.constants.at(n.inputs[1]);
+    if (depthwise_conv(g, n)) {
+      // One zero filter per padded channel, in a group of its own.
+      const int64_t to = round_up(w.shape[0], lanes);
+      pad_conv_outputs(g, n, std::move(w), to);
+      n.attrs["group"] = to;
+      continue;
+    }
     if (pads_in) w = padded(w, 1, round_up(w.shape[1], lanes));
     if (!pads_out) {
       replace_constant(g, n, 1, std::move(w), ".weight_padded");
@@ -212,9 +318,10 @@ int pad_through_convolutions(Graph& g, const std::set<std::string>& padded_value
   // old name (SqueezeNet's 1000 classes, which held the whole graph to blocks of 8 on AVX-512).
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& pool = g.nodes[i];
-    if (pool.op != "GlobalAveragePool" || !padded_values.count(pool.inputs[0])) continue;
-    const std::vector<int64_t>& shape = g.shape(pool.outputs[0]);
-    crop_after(g, i, {shape[0], g.shape(pool.inputs[0])[1], 1, 1});
+    if (!global_pool(g, pool) || !padded_values.count(pool.inputs[0])) continue;
+    std::vector<int64_t> shape = g.shape(pool.outputs[0]);
+    shape[1] = g.shape(pool.inputs[0])[1];
+    crop_after(g, i, std::move(shape));
     ++changed;
   }
   return changed;

@@ -495,6 +495,54 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
   EXPECT_EQ(graph::pad_channels(few_positions, 8), 0) << "49 positions";
 }
 
+// MnasNet's and MobileNet-v3's blocks on AVX-512: the ragged values pass through depthwise
+// convolutions (zero filters in groups of their own), activations, squeeze-excite's scaling and
+// residual adds, so every convolution takes blocks of 16; the pooled squeeze is cropped back.
+TEST(GraphPasses, RaggedChannelsArePaddedThroughDepthwiseAndSqueezeExcite) {
+  GraphBuilder b(17);
+  std::string x = b.input({1, 16, 10, 10});
+  std::string y = b.conv(x, 16, 24, 1, 1, 0);
+  std::string e = b.node("Relu", {b.conv(y, 24, 72, 1, 1, 0)});
+  std::string d = b.node("HardSwish", {b.conv(e, 72, 72, 3, 1, 1, 72)});
+  std::string s = b.node("GlobalAveragePool", {d});
+  s = b.node("HardSigmoid", {b.conv(b.node("Relu", {b.conv(s, 72, 18, 1, 1, 0)}), 18, 72, 1, 1, 0)},
+             {{"alpha", 1.0 / 6}, {"beta", 0.5}});
+  std::string scaled = b.node("Mul", {d, s});
+  std::string z = b.node("Add", {b.conv(scaled, 72, 24, 1, 1, 0), y});
+  std::string out = b.node("Add", {b.conv(z, 24, 16, 1, 1, 0), b.random({1, 16, 1, 1})});
+  Graph g = b.finish(out);
+  graph::run_default_passes(g, {.blocked_layout = false});
+  HostTensor in = b.random_tensor({1, 16, 10, 10});
+  HostTensor before = run(g, in);
+  EXPECT_EQ(graph::channel_block(g, 16), 8);
+  EXPECT_GT(graph::pad_channels(g, 16), 0) << graph::print_graph(g);
+  EXPECT_EQ(g.shape(y)[1], 32);
+  EXPECT_EQ(g.shape(d)[1], 80);
+  EXPECT_EQ(g.shape(scaled)[1], 80);
+  EXPECT_EQ(count_op(g, "Slice"), 1) << "the pooled squeeze";
+  EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 16, 10, 10}));
+  EXPECT_EQ(graph::channel_block(g, 16), 16);
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+  graph::choose_layouts(g, 16);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(in.data);
+  ex.run();
+  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
+
+  // A ragged value some other node reads (here a Concat) holds its whole class: the depthwise
+  // convolution's input and output keep their channels together.
+  GraphBuilder b2(18);
+  std::string x2 = b2.input({1, 16, 8, 8});
+  std::string e2 = b2.conv(x2, 16, 40, 1, 1, 0);
+  std::string d2 = b2.conv(e2, 40, 40, 3, 1, 1, 40);
+  Graph held = b2.finish(b2.node("Concat", {d2, x2}, {{"axis", int64_t{1}}}));
+  graph::run_default_passes(held, {.blocked_layout = false});
+  EXPECT_EQ(graph::pad_channels(held, 16), 0) << graph::print_graph(held);
+  EXPECT_EQ(held.shape(e2)[1], 40);
+}
+
 }  // namespace
 // choose_conv_algorithms picks Winograd only for blocked 3x3 stride-1 convolutions with pads of
 // 1, at least winograd_min_tiles() output tiles and 32 input channels (64 on AVX2).
