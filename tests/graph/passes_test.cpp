@@ -543,6 +543,47 @@ TEST(GraphPasses, RaggedChannelsArePaddedThroughDepthwiseAndSqueezeExcite) {
   EXPECT_EQ(held.shape(e2)[1], 40);
 }
 
+// RegNet's groups of 8 channels on AVX-512: padded by whole groups (40 -> 48 channels, 5 -> 6
+// groups), then merged two at a time into groups of 16 with zero filters across the pair, so the
+// grouped convolution runs in blocks of 16 with the rest; a width that needs no padding (32, 4
+// groups) merges too.
+TEST(GraphPasses, GroupsOfEightChannelsPadAndMergeIntoVectorsOf16) {
+  GraphBuilder b(19);
+  std::string x = b.input({1, 16, 9, 9});
+  std::string e = b.node("Relu", {b.conv(x, 16, 40, 1, 1, 0)});
+  std::string grouped = b.node("Relu", {b.conv(e, 40, 40, 3, 1, 1, 5)});
+  std::string y = b.conv(grouped, 40, 32, 1, 1, 0);
+  std::string z = b.node("Relu", {b.conv(y, 32, 32, 3, 2, 1, 4)});
+  Graph g = b.finish(b.conv(z, 32, 16, 1, 1, 0));
+  graph::run_default_passes(g, {.blocked_layout = false});
+  HostTensor in = b.random_tensor({1, 16, 9, 9});
+  HostTensor before = run(g, in);
+  EXPECT_EQ(graph::channel_block(g, 16), 8);
+  EXPECT_GT(graph::pad_channels(g, 16), 0) << graph::print_graph(g);
+  EXPECT_EQ(g.shape(grouped)[1], 48);
+  std::vector<int64_t> groups;
+  for (const graph::Node& n : g.nodes)
+    if (n.op == "Conv" && n.attr_int("group", 1) > 1) groups.push_back(n.attr_int("group", 1));
+  EXPECT_EQ(groups, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(graph::channel_block(g, 16), 16);
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+  graph::choose_layouts(g, 16);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(in.data);
+  ex.run();
+  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
+  int grouped_blocked = 0, unblocked = 0;
+  for (const graph::KernelInfo& k : ex.kernels()) {
+    grouped_blocked +=
+        k.workload.starts_with("conv2d_nchwc:N=1,C=48,H=9,W=9,O=48,K=3,S=1,P=1,G=3,");
+    unblocked += k.workload.starts_with("conv2d:") || k.workload.starts_with("conv2d_bias_relu:");
+  }
+  EXPECT_EQ(grouped_blocked, 1);
+  EXPECT_EQ(unblocked, 0);
+}
+
 }  // namespace
 // choose_conv_algorithms picks Winograd only for blocked 3x3 stride-1 convolutions with pads of
 // 1, at least winograd_min_tiles() output tiles and 32 input channels (64 on AVX2).
