@@ -329,14 +329,17 @@ TeKernel from_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block) {
 }
 
 TeKernel pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,
-                             int64_t pad, bool is_max) {
+                             const std::array<int64_t, 4>& pads, bool is_max) {
   Tensor in = placeholder(in_shape, DType::kFloat32, "in");
   const double fill = is_max ? std::numeric_limits<float>::lowest() : 0.0;
-  Tensor padded = pad > 0 ? pad_nchw_with(in, pad, make_float(fill, DType::kFloat32)) : in;
+  const auto [top, left, bottom, right] = pads;
+  const bool pad = top > 0 || left > 0 || bottom > 0 || right > 0;
+  Tensor padded =
+      pad ? pad_nchw_sides(in, top, left, bottom, right, make_float(fill, DType::kFloat32)) : in;
   IterVar ry = reduce_axis(k, "ry"), rx = reduce_axis(k, "rx");
   int s = static_cast<int>(stride);
-  int64_t oh = (in_shape[2] + 2 * pad - k) / stride + 1,
-          ow = (in_shape[3] + 2 * pad - k) / stride + 1;
+  int64_t oh = (in_shape[2] + top + bottom - k) / stride + 1,
+          ow = (in_shape[3] + left + right - k) / stride + 1;
   // The mean with pads counted: each tap weighted by one divisor (an FMA per tap).
   const Expr weight = make_float(1.0 / static_cast<double>(k * k), DType::kFloat32);
   Tensor out = compute(
@@ -350,7 +353,7 @@ TeKernel pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, in
   // the block's lanes and unrolled, each output vector accumulated in a register (through memory
   // every tap waited on the store before it) and written once.
   std::string first = "reorder(i0, i1, i2, i3, ry, rx, i4) ; vectorize(i4)";
-  if (pad > 0) first += " ; compute_inline(pad)";
+  if (pad) first += " ; compute_inline(pad)";
   first += " ; cache_write(out, i3) ; unroll(rx) ; unroll(ry) ; try(drop_init(out))";
   return finish_kernel(is_max ? "max_pool_blocked" : "avg_pool_blocked", {in, out}, first);
 }

@@ -3,6 +3,7 @@
 /// Concat and GlobalAveragePool. They lower and compile like every tessera kernel.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -54,10 +55,10 @@ TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape);
 /// NCHW [N][C][H][W] into channel blocks [N][C/b][H][W][b] (b divides C), and back.
 TeKernel to_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block);
 TeKernel from_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block);
-/// Max or average pooling (KxK window, stride S, padding P; the mean counts the pads) of a
-/// channel-blocked [N][C/b][H][W][b] tensor, the block's channels as the vector.
+/// Max or average pooling (KxK window, stride S, pads top, left, bottom, right; the mean counts
+/// the pads) of a channel-blocked [N][C/b][H][W][b] tensor, the block's channels as the vector.
 TeKernel pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,
-                             int64_t pad, bool is_max);
+                             const std::array<int64_t, 4>& pads, bool is_max);
 /// Every `stride`-th row and column of a channel-blocked [N][C/b][H][W][b] tensor:
 /// [N][C/b][(H-1)/stride+1][(W-1)/stride+1][b], the block's channels as the vector.
 TeKernel subsample_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t stride);

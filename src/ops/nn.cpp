@@ -24,24 +24,30 @@ Tensor pad_nchw(const Tensor& data, int64_t pad, const std::string& name) {
 }
 
 Tensor pad_nchw_with(const Tensor& data, int64_t pad, Expr value, const std::string& name) {
+  return pad_nchw_sides(data, pad, pad, pad, pad, std::move(value), name);
+}
+
+Tensor pad_nchw_sides(const Tensor& data, int64_t top, int64_t left, int64_t bottom, int64_t right,
+                      Expr value, const std::string& name) {
   if (data.ndim() != 4 && data.ndim() != 5)
     throw_error("pad_nchw needs a 4-D NCHW or 5-D NCHWc tensor");
-  if (pad < 0) throw_error("padding must not be negative, got {}", pad);
+  if (top < 0 || left < 0 || bottom < 0 || right < 0)
+    throw_error("padding must not be negative, got {}, {}, {}, {}", top, left, bottom, right);
   std::vector<int64_t> shape = data->shape;
   int64_t h = shape[2], w = shape[3];
-  shape[2] += 2 * pad;
-  shape[3] += 2 * pad;
+  shape[2] += top + bottom;
+  shape[3] += left + right;
   std::vector<std::string> names{"n", "c", "h", "w", "b"};
   names.resize(shape.size());
-  int p = static_cast<int>(pad);
+  const int t = static_cast<int>(top), l = static_cast<int>(left);
   return compute(
       shape,
       [&](const std::vector<Var>& i) {
-        Expr inside = i[2] >= Expr(p) && i[2] < Expr(int(h + pad)) && i[3] >= Expr(p) &&
-                      i[3] < Expr(int(w + pad));
+        Expr inside = i[2] >= Expr(t) && i[2] < Expr(int(h + top)) && i[3] >= Expr(l) &&
+                      i[3] < Expr(int(w + left));
         std::vector<Expr> at(i.begin(), i.end());
-        at[2] = at[2] - p;
-        at[3] = at[3] - p;
+        at[2] = at[2] - t;
+        at[3] = at[3] - l;
         return select(inside, data(at), value);
       },
       name, names);

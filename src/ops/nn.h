@@ -14,6 +14,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, const std::string& name = "C");
 Tensor pad_nchw(const Tensor& data, int64_t pad, const std::string& name = "pad");
 /// Padding of H and W of an NCHW or NCHWc tensor with `value`.
 Tensor pad_nchw_with(const Tensor& data, int64_t pad, Expr value, const std::string& name = "pad");
+/// The same with a pad of its own on each side of H and W.
+Tensor pad_nchw_sides(const Tensor& data, int64_t top, int64_t left, int64_t bottom, int64_t right,
+                      Expr value, const std::string& name = "pad");
 /// conv[n, o, y, x] = sum_{rc, ry, rx} in[n, g*C/G + rc, y*S + ry*D, x*S + rx*D] *
 /// w[o, rc, ry, rx] with g = o / (O/G): stride S, dilation D, G groups (weights [O][C/G][K][K]),
 /// the input zero-padded by P (a separate `pad` stage when P > 0). 5-D weights are the same

@@ -142,6 +142,30 @@ TEST(GraphExecutor, BlockedLayoutKeepsConvolutionChainsInChannelBlocks) {
             1);
 }
 
+// Max pools with ceil_mode's overhang (GoogLeNet's) and with pads of their own on each side
+// read channel blocks: no conversion between the convolutions around them.
+TEST(GraphExecutor, CeilModeAndAsymmetricMaxPoolsReadChannelBlocks) {
+  GraphBuilder b(29);
+  std::string x = b.input({1, 16, 20, 20});
+  std::string h = b.node("Relu", {b.conv(x, 16, 32, 3, 1, 1)});
+  h = b.node("MaxPool", {h},
+             {{"kernel_shape", std::vector<int64_t>{3, 3}},
+              {"strides", std::vector<int64_t>{2, 2}},
+              {"ceil_mode", int64_t{1}}});
+  h = b.node("Relu", {b.conv(h, 32, 32, 1, 1, 0)});
+  h = b.node("MaxPool", {h},
+             {{"kernel_shape", std::vector<int64_t>{2, 2}},
+              {"strides", std::vector<int64_t>{1, 1}},
+              {"pads", std::vector<int64_t>{0, 0, 1, 1}}});
+  Graph g = b.finish(b.conv(h, 32, 16, 1, 1, 0));
+  EXPECT_EQ(g.shape(h), (std::vector<int64_t>{1, 32, 10, 10}));
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-5);
+  std::vector<std::string> k = workloads(ex);
+  EXPECT_EQ(count_prefix(k, "graph:max_pool_blocked"), 2);
+  EXPECT_EQ(count_prefix(k, "graph:from_blocked"), 1) << "at the output only";
+}
+
 // Grouped convolutions whose groups are whole blocks (RegNet's 8 channels a group) run blocked,
 // each output block reading its group's input blocks; groups of 4 channels fill no block and
 // leave their convolution unblocked, converted around it.
