@@ -5,6 +5,7 @@
 // a pool's result is cropped back, so the padded channels are finite and never reach a real one.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "graph/op_attrs.h"
@@ -245,20 +246,50 @@ class ChannelClasses {
   std::map<std::string, std::string> parent_;
 };
 
+// Whether node `n` reads its input `i` as a padded value can be read: a convolution's data input
+// or residual, a channelwise node's operands, a global pool's input.
+bool reads_padded(const Graph& g, const Node& n, size_t i, int64_t lanes) {
+  const std::string& v = n.inputs[i];
+  if (v.empty() || g.is_constant(v)) return false;
+  if (plain_conv(g, n) || channelwise_conv(g, n, lanes)) {
+    if (i == 0) return true;
+    std::vector<std::string> res = residuals(g, n);
+    return std::find(res.begin(), res.end(), v) != res.end();
+  }
+  if (channelwise_unary(n) || global_pool(g, n)) return i == 0;
+  return channelwise_binary(g, n);
+}
+
+// Whether node `n` can write its output padded.
+bool writes_padded(const Graph& g, const Node& n, int64_t lanes) {
+  return plain_conv(g, n) || channelwise_conv(g, n, lanes) || channelwise_unary(n) ||
+         channelwise_binary(g, n);
+}
+
 // The values whose channels pad: ragged activations made by convolutions and the channelwise
 // nodes between them (depthwise convolutions, activations, squeeze-excite's scaling, residual
-// adds), read only by such nodes, convolutions and global pools. A class of values that pad
-// together is dropped whole when any of them cannot.
-std::set<std::string> values_to_pad(const Graph& g, int64_t lanes) {
+// adds). Without `bridges` a class of values that pad together is dropped whole when anything
+// else makes or reads one of them; with them, such a value is padded by a Pad node where
+// something else makes it, and cropped by a Slice for what else reads it.
+std::set<std::string> values_to_pad(const Graph& g, int64_t lanes, bool bridges) {
   ChannelClasses classes;
-  std::set<std::string> blocked;  // values that keep their channels, with their whole class
-  for (const std::string& v : g.inputs) blocked.insert(v);
-  for (const std::string& v : g.outputs) blocked.insert(v);
+  std::set<std::string> held;  // values something else makes or reads, with their whole class
+  std::set<std::string> read_padded;  // values some node reads as a padded value
+  for (const std::string& v : g.inputs) held.insert(v);
+  for (const std::string& v : g.outputs) held.insert(v);
   for (const Node& n : g.nodes) {
     const std::string& y = n.outputs[0];
     const bool plain = plain_conv(g, n), grouped = !plain && channelwise_conv(g, n, lanes);
     const bool unary = channelwise_unary(n), binary = channelwise_binary(g, n);
-    const bool pool = global_pool(g, n);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (reads_padded(g, n, i, lanes)) {
+        read_padded.insert(n.inputs[i]);
+      } else if (!n.inputs[i].empty() && !g.is_constant(n.inputs[i])) {
+        held.insert(n.inputs[i]);
+      }
+    }
+    if (!writes_padded(g, n, lanes)) held.insert(y);
+    for (size_t i = 1; i < n.outputs.size(); ++i) held.insert(n.outputs[i]);
     if (plain || grouped) {
       for (const std::string& r : residuals(g, n)) classes.unite(r, y);
       if (grouped) classes.unite(n.inputs[0], y);
@@ -267,44 +298,106 @@ std::set<std::string> values_to_pad(const Graph& g, int64_t lanes) {
     } else if (binary) {
       for (const std::string& v : n.inputs)
         if (!g.is_constant(v)) classes.unite(v, y);
-    } else if (!pool) {
-      // Neither its inputs nor its output may pad.
-      for (const std::string& v : n.inputs) blocked.insert(v);
-      for (size_t i = 0; i < n.outputs.size(); ++i) blocked.insert(n.outputs[i]);
-      continue;
     }
-    if (pool) blocked.insert(y);  // cropped after the pool
-    for (size_t i = 1; i < n.outputs.size(); ++i) blocked.insert(n.outputs[i]);
-    // A convolution reads its data input, residuals and constants; the channelwise nodes only
-    // their first input beside constants unless linked above.
-    if (unary)
-      for (size_t i = 1; i < n.inputs.size(); ++i)
-        if (!g.is_constant(n.inputs[i])) blocked.insert(n.inputs[i]);
   }
-  std::set<std::string> blocked_classes;
-  for (const std::string& v : blocked) blocked_classes.insert(classes.find(v));
-  // Every member of a class has the channels of the others (linked nodes keep them); a class pads
-  // when they are ragged, more than 8, and nothing holds it.
+  std::set<std::string> held_classes;
+  for (const std::string& v : held) held_classes.insert(classes.find(v));
+  // Every member of a class has the channels of the others (linked nodes keep them): the values
+  // something writes or reads padded. A class pads when they are ragged and more than 8, and
+  // nothing else makes or reads one of them; with bridges also then, where its channels fill no
+  // block of 8 either (ShuffleNet's 58 and 116), so that its convolutions run blocked at all.
   std::map<std::string, std::vector<std::string>> members;
-  for (const Node& n : g.nodes) {
-    const std::string& y = n.outputs[0];
-    if (g.is_constant(y) || g.shape(y).size() != 4) {
-      blocked_classes.insert(classes.find(y));
-      continue;
+  std::set<std::string> refused;
+  auto add_member = [&](const std::string& y, bool written_padded) {
+    if (!written_padded && !read_padded.count(y)) return;
+    if (g.is_constant(y) || g.shape(y).size() != 4 || g.shape(y)[0] != 1) {
+      refused.insert(classes.find(y));
+      return;
     }
     members[classes.find(y)].push_back(y);
-  }
+  };
+  for (const std::string& v : g.inputs) add_member(v, false);
+  for (const Node& n : g.nodes)
+    if (!global_pool(g, n)) add_member(n.outputs[0], writes_padded(g, n, lanes));
   std::set<std::string> padded_values;
   for (const auto& [root, values] : members) {
-    if (blocked_classes.count(root)) continue;
+    if (refused.count(root)) continue;
     const int64_t c = g.shape(values.front())[1];
     if (c % lanes == 0 || c <= 8) continue;
+    if (held_classes.count(root) && !(bridges && c % 8 != 0)) continue;
+    // A bridge's copy pays only where there are positions enough (see pad_and_crop_outputs).
+    const bool bridged = held_classes.count(root) > 0;
     bool same = std::all_of(values.begin(), values.end(), [&](const std::string& v) {
-      return g.shape(v)[1] == c && g.shape(v)[0] == 1;
+      return g.shape(v)[1] == c && (!bridged || g.shape(v)[2] * g.shape(v)[3] >= 64);
     });
     if (same) padded_values.insert(values.begin(), values.end());
   }
   return padded_values;
+}
+
+// Bridges (values_to_pad): a padded value something else makes gets a Pad after it, and one that
+// something else reads is written padded under a new name with a Slice back to the old one; the
+// nodes that read padded values read the new names. Returns the padded values' names now.
+std::set<std::string> bridge(Graph& g, const std::set<std::string>& values, int64_t lanes) {
+  std::map<std::string, std::string> renamed;
+  std::vector<std::string> entries, exits;
+  for (const std::string& v : values) {
+    std::optional<size_t> producer;
+    for (size_t i = 0; i < g.nodes.size() && !producer; ++i)
+      if (g.nodes[i].outputs[0] == v) producer = i;
+    const bool written_padded = producer && writes_padded(g, g.nodes[*producer], lanes);
+    bool read_otherwise = g.is_output(v);
+    for (size_t r : g.consumers(v)) {
+      const Node& reader = g.nodes[r];
+      for (size_t i = 0; i < reader.inputs.size(); ++i)
+        read_otherwise =
+            read_otherwise || (reader.inputs[i] == v && !reads_padded(g, reader, i, lanes));
+    }
+    if (!written_padded) {
+      entries.push_back(v);
+    } else if (read_otherwise) {
+      exits.push_back(v);
+    } else {
+      continue;
+    }
+    renamed[v] = v + ".padded";
+  }
+  // Readers of padded values first, while the roles are still those of the unpadded graph.
+  std::vector<std::pair<size_t, size_t>> redirect;
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (size_t i = 0; i < g.nodes[k].inputs.size(); ++i)
+      if (renamed.count(g.nodes[k].inputs[i]) && reads_padded(g, g.nodes[k], i, lanes))
+        redirect.emplace_back(k, i);
+  for (auto [k, i] : redirect) g.nodes[k].inputs[i] = renamed.at(g.nodes[k].inputs[i]);
+  auto padded_shape = [&](const std::string& v) {
+    std::vector<int64_t> s = g.shape(v);
+    s[1] = round_up(s[1], lanes);
+    return s;
+  };
+  for (const std::string& v : exits) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (g.nodes[i].outputs[0] != v) continue;
+      crop_after(g, i, padded_shape(v));
+      break;
+    }
+  }
+  for (const std::string& v : entries) {
+    Node pad;
+    pad.name = v + ".pad";
+    pad.op = "Pad";
+    pad.inputs = {v};
+    pad.outputs = {renamed.at(v)};
+    const int64_t extra = round_up(g.shape(v)[1], lanes) - g.shape(v)[1];
+    pad.attrs["pads"] = std::vector<int64_t>{0, 0, 0, 0, 0, extra, 0, 0};
+    g.shapes[pad.outputs[0]] = padded_shape(v);
+    size_t at = 0;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (g.nodes[i].outputs[0] == v) at = i + 1;
+    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(at), std::move(pad));
+  }
+  std::set<std::string> now;
+  for (const std::string& v : values) now.insert(renamed.count(v) ? renamed.at(v) : v);
+  return now;
 }
 
 // A per-channel (or scalar) constant operand of a channelwise node, padded with zeros as
@@ -335,7 +428,10 @@ int pad_through_convolutions(Graph& g, const std::set<std::string>& padded_value
     if (!pads_out && !pads_in) continue;
     ++changed;
     HostTensor w = g.constants.at(n.inputs[1]);
-    if (channelwise_conv(g, n, lanes)) {
+    // Grouped onto its own channels (values_to_pad took no other grouped kind); told by its
+    // weights, since a bridged input already has the padded channels.
+    const int64_t group = n.attr_int("group", 1);
+    if (group > 1 && group * w.shape[1] == w.shape[0]) {
       // Zero filters in groups of their own for the padded channels.
       const int64_t to = round_up(w.shape[0], lanes), per_group = w.shape[1];
       pad_conv_outputs(g, n, std::move(w), to);
@@ -352,7 +448,7 @@ int pad_through_convolutions(Graph& g, const std::set<std::string>& padded_value
   }
   for (const std::string& v : padded_values) {
     std::vector<int64_t>& s = g.shapes.at(v);
-    s[1] = round_up(s[1], lanes);
+    s[1] = round_up(s[1], lanes);  // bridged ones are whole already
   }
   // A pooled padded value: the pool writes every channel, a Slice keeps the real ones under the
   // old name (SqueezeNet's 1000 classes, which held the whole graph to blocks of 8 on AVX-512).
@@ -374,19 +470,32 @@ int pad_channels(Graph& g, int64_t lanes) {
   // to blocks of 8 anyway, the padded channels are only more work (a 24-channel input). Then, on
   // either ISA, the crops of the outputs that stayed ragged.
   int changed = 0;
-  if (lanes > 8) {
-    const std::set<std::string> values = values_to_pad(g, lanes);
+  // First to the lanes without bridges; then with bridges around values whose channels fill no
+  // block of 8 (each bridge a copy); then those alone to blocks of 8, where the graph takes
+  // blocks of 8 anyway (the lanes of AVX2, or AVX-512 held by other layers).
+  struct Attempt {
+    int64_t pad_to;
+    bool bridges;
+  };
+  std::vector<Attempt> attempts{{8, true}};
+  if (lanes > 8) attempts = {{lanes, false}, {lanes, true}, {8, true}};
+  for (const Attempt& a : attempts) {
+    const std::set<std::string> values = values_to_pad(g, a.pad_to, a.bridges);
     bool merges = false;
-    for (const Node& n : g.nodes) merges = merges || mergeable_groups(g, n, lanes);
-    if (!values.empty() || merges) {
-      // Tried on a copy, which holds the weights: only where something would change.
-      Graph padded_graph = g;
-      int padded = values.empty() ? 0 : pad_through_convolutions(padded_graph, values, lanes);
-      padded += merge_groups(padded_graph, lanes);
-      if (channel_block(padded_graph, lanes) == lanes) {
-        g = std::move(padded_graph);
-        changed = padded;
-      }
+    for (const Node& n : g.nodes) merges = merges || mergeable_groups(g, n, a.pad_to);
+    if (values.empty() && !merges) continue;
+    // Tried on a copy, which holds the weights: only where something would change.
+    Graph padded_graph = g;
+    int padded = 0;
+    if (!values.empty()) {
+      const std::set<std::string> names = bridge(padded_graph, values, a.pad_to);
+      padded = pad_through_convolutions(padded_graph, names, a.pad_to);
+    }
+    padded += merge_groups(padded_graph, a.pad_to);
+    if (channel_block(padded_graph, lanes) == a.pad_to) {
+      g = std::move(padded_graph);
+      changed = padded;
+      break;
     }
   }
   return changed + pad_and_crop_outputs(g, lanes);

@@ -543,6 +543,51 @@ TEST(GraphPasses, RaggedChannelsArePaddedThroughDepthwiseAndSqueezeExcite) {
   EXPECT_EQ(held.shape(e2)[1], 40);
 }
 
+// ShuffleNet's branches: channels that fill no block of 8 (its 58 and 116), between a Slice and a
+// Concat. A Pad bridges the value the Slice makes, a Slice crops the one the Concat reads, and
+// the convolutions between run in blocks of 8 (with vectors of 8 or 16).
+TEST(GraphPasses, UnalignedChannelsArePaddedAcrossBridges) {
+  for (int64_t lanes : {8, 16}) {
+    GraphBuilder b(21);
+    std::string x = b.input({1, 16, 10, 10});
+    std::string a = b.node("Relu", {b.conv(x, 16, 40, 1, 1, 0)});
+    auto half = [&](int64_t start) {
+      return b.node("Slice", {a},
+                    {{"starts", std::vector<int64_t>{start}},
+                     {"ends", std::vector<int64_t>{start + 20}},
+                     {"axes", std::vector<int64_t>{1}}});
+    };
+    std::string s = half(0);
+    std::string d = b.conv(b.node("Relu", {b.conv(s, 20, 20, 1, 1, 0)}), 20, 20, 3, 1, 1, 20);
+    std::string e = b.node("Relu", {b.conv(d, 20, 20, 1, 1, 0)});
+    Graph g = b.finish(b.node("Concat", {e, half(20)}, {{"axis", int64_t{1}}}));
+    graph::run_default_passes(g, {.blocked_layout = false});
+    HostTensor in = b.random_tensor({1, 16, 10, 10});
+    HostTensor before = run(g, in);
+    const int slices = count_op(g, "Slice");
+    EXPECT_GT(graph::pad_channels(g, lanes), 0) << graph::print_graph(g);
+    EXPECT_EQ(count_op(g, "Pad"), 1) << "after the Slice";
+    EXPECT_EQ(count_op(g, "Slice"), slices + 1) << "before the Concat";
+    EXPECT_EQ(g.shape(d)[1], 24);
+    EXPECT_EQ(g.shape(e)[1], 20);
+    EXPECT_EQ(graph::channel_block(g, lanes), 8);
+    EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+    graph::choose_layouts(g, 8);
+    graph::ExecutorParams params;
+    params.threads = 2;
+    graph::Executor ex = graph::Executor::compile(g, params);
+    ex.input(0).from_doubles(in.data);
+    ex.run();
+    EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
+    int unblocked = 0;
+    for (const graph::KernelInfo& k : ex.kernels())
+      unblocked += k.workload.starts_with("conv2d:") ||
+                   k.workload.starts_with("conv2d_bias_relu:") ||
+                   k.workload.starts_with("depthwise_conv2d:");
+    EXPECT_EQ(unblocked, 0);
+  }
+}
+
 // RegNet's groups of 8 channels on AVX-512: padded by whole groups (40 -> 48 channels, 5 -> 6
 // groups), then merged two at a time into groups of 16 with zero filters across the pair, so the
 // grouped convolution runs in blocks of 16 with the rest; a width that needs no padding (32, 4
