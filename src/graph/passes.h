@@ -51,16 +51,21 @@ int fuse_epilogues(Graph& g);
 /// the input it reads, joined by Concats; its epilogue goes to every piece (per-channel adds and
 /// activations only: no residual). Returns how many.
 int split_by_live_taps(Graph& g);
-/// Values whose channel count is not a multiple of `lanes` (above 8), made by group-1 Convs with
-/// constant weights and read only by such Convs (as data, or as a residual of one whose output is
-/// padded too) or by GlobalAveragePool, get zero channels up to the next multiple: zero output
-/// channels on their producers (weights, bias, per-channel adds), zero input channels on their
-/// readers, and a Slice after each pool back to the real channels. The graph's outputs are
-/// unchanged; the point is one vector-wide channel block for the whole graph. With `lanes` of 8
-/// (AVX2) instead: a Conv of more than 8 output channels in no whole vectors, read by no Conv,
-/// with 64 positions or more, computes the next multiple and a Slice after it keeps the real
-/// channels (the DCGAN generator's 12 phase channels), so that it runs blocked. Returns how many
-/// Convs changed and Slices were added.
+/// Values whose channel count is not a multiple of `lanes` (above 8) get zero channels up to the
+/// next multiple, so that the graph runs in one vector-wide channel block. Values that must pad
+/// together form classes: a depthwise (or channel-preserving grouped) Conv, an activation, an
+/// Add/Sub/Mul of same-shape or per-channel operands link their inputs and output, a Conv its
+/// output and residuals. Producers get zero output channels (weights, bias, per-channel adds;
+/// grouped Convs zero filters in groups of their own), group-1 readers zero input channels, and a
+/// Slice after each GlobalAveragePool crops its result. A class some other node makes or reads is
+/// padded only where its channels fill no block of 8 (ShuffleNet's 58): a Pad after what else makes
+/// it, a Slice before what else reads it (64 positions or more). Groups of fewer channels than a
+/// vector merge into groups of one vector (zero filters across the merged groups). Tried to the
+/// lanes without and with such bridges, then the unaligned classes to 8, each kept only where
+/// channel_block then says that block. Then, with any `lanes`: a Conv of more than 8 output
+/// channels in no whole vectors, read by no Conv, with 64 positions or more, computes the next
+/// multiple and a Slice after it keeps the real channels (the DCGAN generator's 12 phase
+/// channels). The graph's outputs are unchanged. Returns how many nodes changed and were added.
 int pad_channels(Graph& g, int64_t lanes);
 /// Nodes none of whose outputs reach a graph output, and constants nothing reads, are removed.
 int eliminate_dead_nodes(Graph& g);
