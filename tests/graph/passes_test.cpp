@@ -437,7 +437,8 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
   ex.run();
   EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
 
-  // A value some other node reads (a max pool), or that leaves the graph, keeps its channels.
+  // A value some other node reads (a max pool) pads only across bridges, since that wins the
+  // graph blocks of 16: a Slice before the pool, a Pad after it.
   GraphBuilder b2(14);
   std::string z = b2.conv(b2.input({1, 16, 8, 8}), 16, 24, 1, 1, 0);
   std::string windows = b2.node(
@@ -445,13 +446,19 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
       {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
   Graph pool = b2.finish(b2.conv(windows, 24, 16, 1, 1, 0));
   graph::run_default_passes(pool, {.blocked_layout = false});
-  EXPECT_EQ(graph::pad_channels(pool, 16), 0);
+  HostTensor x2 = b2.random_tensor({1, 16, 8, 8});
+  HostTensor pooled_before = run(pool, x2);
+  EXPECT_EQ(graph::pad_channels(pool, 16), 2) << graph::print_graph(pool);
+  EXPECT_EQ(count_op(pool, "Slice"), 1);
+  EXPECT_EQ(count_op(pool, "Pad"), 1);
+  EXPECT_EQ(pool.shape(windows)[1], 24);
+  EXPECT_EQ(graph::channel_block(pool, 16), 16);
+  EXPECT_LT(testing::max_relative_error(run(pool, x2), pooled_before), 1e-12);
   // Global pooling takes the padded channels and a Slice crops its result (SqueezeNet's 1000
   // classes): the producer and the Slice change.
   std::string pooled = b2.node("GlobalAveragePool", {z});
   Graph global = b2.finish(b2.node("Flatten", {b2.node("Relu", {pooled})}));
   graph::run_default_passes(global, {.blocked_layout = false});
-  HostTensor x2 = b2.random_tensor({1, 16, 8, 8});
   HostTensor unpadded = run(global, x2);
   EXPECT_EQ(graph::pad_channels(global, 16), 2) << graph::print_graph(global);
   EXPECT_EQ(count_op(global, "Slice"), 1);
@@ -531,21 +538,27 @@ TEST(GraphPasses, RaggedChannelsArePaddedThroughDepthwiseAndSqueezeExcite) {
   ex.run();
   EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
 
-  // A ragged value some other node reads (here a Concat) holds its whole class: the depthwise
-  // convolution's input and output keep their channels together.
+  // A ragged value some other node reads (here a Concat) pads with its whole class, the depthwise
+  // convolution's input and output together, and a Slice crops it for the Concat.
   GraphBuilder b2(18);
   std::string x2 = b2.input({1, 16, 8, 8});
   std::string e2 = b2.conv(x2, 16, 40, 1, 1, 0);
   std::string d2 = b2.conv(e2, 40, 40, 3, 1, 1, 40);
   Graph held = b2.finish(b2.node("Concat", {d2, x2}, {{"axis", int64_t{1}}}));
   graph::run_default_passes(held, {.blocked_layout = false});
-  EXPECT_EQ(graph::pad_channels(held, 16), 0) << graph::print_graph(held);
-  EXPECT_EQ(held.shape(e2)[1], 40);
+  HostTensor x3 = b2.random_tensor({1, 16, 8, 8});
+  HostTensor joined = run(held, x3);
+  EXPECT_GT(graph::pad_channels(held, 16), 0) << graph::print_graph(held);
+  EXPECT_EQ(held.shape(e2)[1], 48);
+  EXPECT_EQ(held.shape(d2)[1], 40) << "the name the Concat reads, cropped";
+  EXPECT_EQ(count_op(held, "Slice"), 1);
+  EXPECT_LT(testing::max_relative_error(run(held, x3), joined), 1e-12);
 }
 
-// ShuffleNet's branches: channels that fill no block of 8 (its 58 and 116), between a Slice and a
-// Concat. A Pad bridges the value the Slice makes, a Slice crops the one the Concat reads, and
-// the convolutions between run in blocks of 8 (with vectors of 8 or 16).
+// ShuffleNet's branches: channels between a Slice and a Concat. A Pad bridges the value the Slice
+// makes, a Slice crops the one the Concat reads, and the convolutions between run blocked: in
+// blocks of 16 with vectors of 16 (the 40 channels the Slices read cropped too), and with vectors
+// of 8 only the 20 channels that fill no block of 8 pad.
 TEST(GraphPasses, UnalignedChannelsArePaddedAcrossBridges) {
   for (int64_t lanes : {8, 16}) {
     GraphBuilder b(21);
@@ -567,12 +580,12 @@ TEST(GraphPasses, UnalignedChannelsArePaddedAcrossBridges) {
     const int slices = count_op(g, "Slice");
     EXPECT_GT(graph::pad_channels(g, lanes), 0) << graph::print_graph(g);
     EXPECT_EQ(count_op(g, "Pad"), 1) << "after the Slice";
-    EXPECT_EQ(count_op(g, "Slice"), slices + 1) << "before the Concat";
-    EXPECT_EQ(g.shape(d)[1], 24);
+    EXPECT_EQ(count_op(g, "Slice"), slices + (lanes == 16 ? 2 : 1)) << "before the Concat";
+    EXPECT_EQ(g.shape(d)[1], lanes == 16 ? 32 : 24);
     EXPECT_EQ(g.shape(e)[1], 20);
-    EXPECT_EQ(graph::channel_block(g, lanes), 8);
+    EXPECT_EQ(graph::channel_block(g, lanes), lanes);
     EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
-    graph::choose_layouts(g, 8);
+    graph::choose_layouts(g, lanes);
     graph::ExecutorParams params;
     params.threads = 2;
     graph::Executor ex = graph::Executor::compile(g, params);
