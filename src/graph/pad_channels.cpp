@@ -140,10 +140,11 @@ int pad_and_crop_outputs(Graph& g, int64_t lanes) {
 }
 
 // Nodes a padded value passes through channel by channel: padded in, padded out, every padded
-// channel finite (f(0) and f(finite) are finite for each of them).
+// channel finite (f(0) and f(finite) are finite for each of them; a pool's window of finite
+// values too: ShuffleNet's stem pools its 24 channels).
 bool channelwise_unary(const Node& n) {
-  static const std::set<std::string> ops{"Relu",    "Clip", "HardSwish", "HardSigmoid",
-                                         "Sigmoid", "Tanh", "LeakyRelu"};
+  static const std::set<std::string> ops{"Relu", "Clip",      "HardSwish", "HardSigmoid", "Sigmoid",
+                                         "Tanh", "LeakyRelu", "MaxPool",   "AveragePool"};
   return ops.count(n.op) > 0 && !n.inputs.empty();
 }
 
