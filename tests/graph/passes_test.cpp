@@ -430,12 +430,7 @@ TEST(GraphPasses, RaggedChannelsArePaddedBetweenConvolutionsOnly) {
   EXPECT_EQ(graph::channel_block(g, 16), 16);
   EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
   EXPECT_EQ(graph::choose_layouts(g, 16), 4);
-  graph::ExecutorParams params;
-  params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
-  ex.input(0).from_doubles(in.data);
-  ex.run();
-  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
+  EXPECT_LT(testing::max_relative_error(run_compiled(g, in), before), 1e-4);
 
   // A max pool passes padded channels through (a window of finite values stays finite).
   GraphBuilder b2(14);
@@ -530,12 +525,7 @@ TEST(GraphPasses, RaggedChannelsArePaddedThroughDepthwiseAndSqueezeExcite) {
   EXPECT_EQ(graph::channel_block(g, 16), 16);
   EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
   graph::choose_layouts(g, 16);
-  graph::ExecutorParams params;
-  params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
-  ex.input(0).from_doubles(in.data);
-  ex.run();
-  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
+  EXPECT_LT(testing::max_relative_error(run_compiled(g, in), before), 1e-4);
 
   // A ragged value some other node reads (here a Concat) pads with its whole class, the depthwise
   // convolution's input and output together, and a Slice crops it for the Concat.
@@ -585,17 +575,12 @@ TEST(GraphPasses, UnalignedChannelsArePaddedAcrossBridges) {
     EXPECT_EQ(graph::channel_block(g, lanes), lanes);
     EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
     graph::choose_layouts(g, lanes);
-    graph::ExecutorParams params;
-    params.threads = 2;
-    graph::Executor ex = graph::Executor::compile(g, params);
-    ex.input(0).from_doubles(in.data);
-    ex.run();
-    EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
+    std::vector<std::string> kernels;
+    EXPECT_LT(testing::max_relative_error(run_compiled(g, in, &kernels), before), 1e-4);
     int unblocked = 0;
-    for (const graph::KernelInfo& k : ex.kernels())
-      unblocked += k.workload.starts_with("conv2d:") ||
-                   k.workload.starts_with("conv2d_bias_relu:") ||
-                   k.workload.starts_with("depthwise_conv2d:");
+    for (const std::string& k : kernels)
+      unblocked += k.starts_with("conv2d:") || k.starts_with("conv2d_bias_relu:") ||
+                   k.starts_with("depthwise_conv2d:");
     EXPECT_EQ(unblocked, 0);
   }
 }
@@ -625,17 +610,12 @@ TEST(GraphPasses, GroupsOfEightChannelsPadAndMergeIntoVectorsOf16) {
   EXPECT_EQ(graph::channel_block(g, 16), 16);
   EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
   graph::choose_layouts(g, 16);
-  graph::ExecutorParams params;
-  params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
-  ex.input(0).from_doubles(in.data);
-  ex.run();
-  EXPECT_LT(testing::max_relative_error(ex.output(0), before), 1e-4);
+  std::vector<std::string> kernels;
+  EXPECT_LT(testing::max_relative_error(run_compiled(g, in, &kernels), before), 1e-4);
   int grouped_blocked = 0, unblocked = 0;
-  for (const graph::KernelInfo& k : ex.kernels()) {
-    grouped_blocked +=
-        k.workload.starts_with("conv2d_nchwc:N=1,C=48,H=9,W=9,O=48,K=3,S=1,P=1,G=3,");
-    unblocked += k.workload.starts_with("conv2d:") || k.workload.starts_with("conv2d_bias_relu:");
+  for (const std::string& k : kernels) {
+    grouped_blocked += k.starts_with("conv2d_nchwc:N=1,C=48,H=9,W=9,O=48,K=3,S=1,P=1,G=3,");
+    unblocked += k.starts_with("conv2d:") || k.starts_with("conv2d_bias_relu:");
   }
   EXPECT_EQ(grouped_blocked, 1);
   EXPECT_EQ(unblocked, 0);
