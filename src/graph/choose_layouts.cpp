@@ -124,10 +124,9 @@ int choose_layouts(Graph& g, int64_t block) {
         Window2d w = read_window(n, g.shape(n.inputs[0]), nullptr);
         // A max takes pads of its own on each side and ceil_mode's overhang (GoogLeNet's pools),
         // as long as every window reads the input.
-        const int64_t bottom = (w.oh - 1) * w.sh + w.kh - w.h - w.pt,
-                      right = (w.ow - 1) * w.sw + w.kw - w.w - w.pl;
+        const std::array<int64_t, 4> pads = w.read_pads();
         const bool max_window = n.op == "MaxPool" && w.kh == w.kw && w.sh == w.sw && w.dh == 1 &&
-                                w.dw == 1 && std::max({w.pt, w.pl, bottom, right}) < w.kh;
+                                w.dw == 1 && *std::max_element(pads.begin(), pads.end()) < w.kh;
         if (max_window || (w.is_square_symmetric() && w.dh == 1 && w.pt < w.kh &&
                            (w.pt == 0 || w.count_include_pad)))
           mark(n);

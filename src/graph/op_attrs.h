@@ -2,6 +2,8 @@
 /// inference, the reference path and the executor alike.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -24,6 +26,13 @@ struct Window2d {
   /// tessera's conv2d and pooling operators take.
   bool is_square_symmetric() const {
     return kh == kw && sh == sw && dh == dw && pt == pl && pt == pb && pt == pr && !overhang;
+  }
+  /// The padding the output's windows read on each side (top, left, bottom, right): at the
+  /// bottom and right more than the pads where ceil_mode's last window overhangs, less where the
+  /// floor rule leaves padding unread.
+  std::array<int64_t, 4> read_pads() const {
+    return {pt, pl, std::max<int64_t>(0, (oh - 1) * sh + (kh - 1) * dh + 1 - h - pt),
+            std::max<int64_t>(0, (ow - 1) * sw + (kw - 1) * dw + 1 - w - pl)};
   }
 };
 

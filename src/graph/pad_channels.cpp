@@ -1,8 +1,9 @@
 // Channel padding: a value whose channels do not fill whole vectors (MobileNet-v2's 24 on
-// AVX-512) would hold the whole graph to a narrower block. Where such a value only flows from
-// group-1 convolutions into group-1 convolutions (and residual adds between them) or global
-// pooling, its producers get zero output channels appended, its readers zero input channels, and
-// a pool's result is cropped back, so the padded channels are finite and never reach a real one.
+// AVX-512) would hold the whole graph to a narrower block. Such a value pads with every value it
+// must pad with (through channelwise nodes: depthwise convolutions, activations, pools,
+// squeeze-excite's scaling, residual adds); producers get zero output channels appended, readers
+// zero input channels, a pool's result is cropped back, and where something else makes or reads
+// a value a Pad or Slice bridges it; the padded channels are finite and never reach a real one.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -20,12 +21,11 @@ int64_t round_up(int64_t x, int64_t multiple) {
   return (x + multiple - 1) / multiple * multiple;
 }
 
-// A group-1 Conv with constant weights and bias, whose epilogue only adds per-channel or scalar
-// constants and full-shape residuals.
-bool plain_conv(const Graph& g, const Node& n) {
+// A Conv of any groups with constant weights and bias, whose epilogue only adds per-channel or
+// scalar constants and full-shape residuals.
+bool constant_conv(const Graph& g, const Node& n) {
   if (n.op != "Conv" || n.inputs.size() < 2 || !g.is_constant(n.inputs[1])) return false;
   if (n.inputs.size() > 2 && !n.inputs[2].empty() && !g.is_constant(n.inputs[2])) return false;
-  if (n.attr_int("group", 1) != 1) return false;
   const std::vector<int64_t>& out = g.shape(n.outputs[0]);
   if (out.size() != 4 || g.shape(n.inputs[0]).size() != 4) return false;
   for (const Epilogue& e : n.epilogue) {
@@ -36,6 +36,11 @@ bool plain_conv(const Graph& g, const Node& n) {
       return false;
   }
   return true;
+}
+
+// Such a Conv of one group.
+bool plain_conv(const Graph& g, const Node& n) {
+  return constant_conv(g, n) && n.attr_int("group", 1) == 1;
 }
 
 // The residual operands of a conv's epilogue (inputs of its output's shape).
@@ -152,17 +157,12 @@ bool channelwise_unary(const Node& n) {
 // channels a group) with constant weights, the epilogue plain_conv accepts, and room for whole
 // groups in the padding to `lanes`: its padded channels get zero filters in groups of their own.
 bool channelwise_conv(const Graph& g, const Node& n, int64_t lanes) {
-  if (n.op != "Conv" || n.inputs.size() < 2 || !g.is_constant(n.inputs[1])) return false;
-  if (n.inputs.size() > 2 && !n.inputs[2].empty() && !g.is_constant(n.inputs[2])) return false;
+  if (!constant_conv(g, n)) return false;
   const std::vector<int64_t>& in = g.shape(n.inputs[0]);
   const std::vector<int64_t>& out = g.shape(n.outputs[0]);
-  if (in.size() != 4 || out.size() != 4) return false;
   const int64_t group = n.attr_int("group", 1);
   if (group <= 1 || out[1] != in[1] || in[1] % group != 0) return false;
-  if ((round_up(in[1], lanes) - in[1]) % (in[1] / group) != 0) return false;
-  Node as_plain = n;
-  as_plain.attrs["group"] = int64_t{1};
-  return plain_conv(g, as_plain);
+  return (round_up(in[1], lanes) - in[1]) % (in[1] / group) == 0;
 }
 
 // Groups of fewer channels than a vector, merged `lanes / channels` at a time into groups of a
@@ -310,8 +310,7 @@ std::set<std::string> values_to_pad(const Graph& g, int64_t lanes, Bridges bridg
   for (const std::string& v : held) held_classes.insert(classes.find(v));
   // Every member of a class has the channels of the others (linked nodes keep them): the values
   // something writes or reads padded. A class pads when they are ragged and more than 8, and
-  // nothing else makes or reads one of them; with bridges also then, where its channels fill no
-  // block of 8 either (ShuffleNet's 58 and 116), so that its convolutions run blocked at all.
+  // nothing else makes or reads one of them, or else where `bridges` allows.
   std::map<std::string, std::vector<std::string>> members;
   std::set<std::string> refused;
   auto add_member = [&](const std::string& y, bool written_padded) {
@@ -476,14 +475,14 @@ int pad_through_convolutions(Graph& g, const std::set<std::string>& padded_value
 }  // namespace
 
 int pad_channels(Graph& g, int64_t lanes) {
-  // Through convolutions where that wins the graph blocks of 16: where other convolutions hold it
-  // to blocks of 8 anyway, the padded channels are only more work (a 24-channel input). Then, on
-  // either ISA, the crops of the outputs that stayed ragged.
+  // Each attempt is kept only where it wins the graph that block: where other convolutions hold
+  // it to blocks of 8 anyway, padding to 16 is only more work (a 24-channel input). First to the
+  // lanes without bridges; then with bridges wherever needed, each a copy (ShuffleNet-v2, whose
+  // channel shuffles hold every branch: 1.92 -> 1.53 ms in blocks of 16 against 8, interleaved,
+  // Zen 5); then values whose channels fill no block of 8 alone to blocks of 8 (the lanes of
+  // AVX2, or AVX-512 held otherwise). Then, on either ISA, the crops of the outputs that stayed
+  // ragged.
   int changed = 0;
-  // First to the lanes without bridges; then with bridges wherever needed, each a copy
-  // (ShuffleNet-v2, whose channel shuffles hold every branch: 1.92 -> 1.53 ms in blocks of 16
-  // against 8, interleaved, Zen 5); then values whose channels fill no block of 8 alone to blocks
-  // of 8, where the graph takes blocks of 8 anyway (the lanes of AVX2, or AVX-512 held otherwise).
   struct Attempt {
     int64_t pad_to;
     Bridges bridges;

@@ -393,13 +393,10 @@ void Planner::plan_blocked(const Node& n, int64_t block) {
   const std::vector<int64_t>& in = g_.shape(n.inputs[0]);
   if (n.op == "MaxPool" || n.op == "AveragePool") {
     Window2d w = read_window(n, in, nullptr);
-    // The pads the output needs on each side: ceil_mode's last window (an overhang) reads past
-    // the bottom and right pads, into more of the max's fill.
-    const std::array<int64_t, 4> pads{w.pt, w.pl,
-                                      std::max<int64_t>(0, (w.oh - 1) * w.sh + w.kh - w.h - w.pt),
-                                      std::max<int64_t>(0, (w.ow - 1) * w.sw + w.kw - w.w - w.pl)};
+    // ceil_mode's last window (an overhang) reads past the bottom and right pads, into more of
+    // the max's fill.
     return te_step(
-        pool_blocked_kernel(blocked_shape(in, block), w.kh, w.sh, pads, n.op == "MaxPool"),
+        pool_blocked_kernel(blocked_shape(in, block), w.kh, w.sh, w.read_pads(), n.op == "MaxPool"),
         {blocked_slot(n.inputs[0], block), blocked_output_slot(n, block)});
   }
   if (n.op == "Concat") {

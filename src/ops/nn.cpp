@@ -126,13 +126,13 @@ Tensor conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t stride, in
   IterVar ic = reduce_axis(ws[1], "ic"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx"),
           ib = reduce_axis(ds[4], "ib");
   int s = static_cast<int>(stride), d = static_cast<int>(dilation);
+  const int64_t out_blocks_per_group = ws[0] / groups;
   return compute({ds[0], ws[0], oh, ow, ws[5]},
                  [&](const std::vector<Var>& i) {
                    Expr iy = d == 1 ? i[2] * s + ry.var : i[2] * s + ry.var * d;
                    Expr ix = d == 1 ? i[3] * s + rx.var : i[3] * s + rx.var * d;
                    // Blocks of one output group read their group's input blocks; one output
                    // block per group (RegNet's 8 channels a group in blocks of 8) stays affine.
-                   const int64_t out_blocks_per_group = ws[0] / groups;
                    Expr group = out_blocks_per_group == 1
                                     ? Expr(i[1])
                                     : Expr(i[1]) / make_int(out_blocks_per_group);
