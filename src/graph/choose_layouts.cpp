@@ -116,6 +116,14 @@ int choose_layouts(Graph& g, int64_t block) {
     if (elementwise && n.op != "Clip")
       for (const std::string& v : n.inputs)
         reads_blocked = reads_blocked || (blocked.count(v) && g.shape(v) == out);
+    if (n.op == kGatherChannels) {
+      // Picks channels out of blocks into blocks where every input is blocked.
+      bool all_blocked = out.size() == 4 && out[1] % block == 0;
+      for (const std::string& v : n.inputs)
+        all_blocked = all_blocked && blocked.count(v) && g.shape(v)[1] % block == 0;
+      if (all_blocked) mark(n);
+      continue;
+    }
     if (!reads_blocked) continue;
     if (out.size() != 4 || out[1] % block != 0) continue;
     if (n.op == "MaxPool" || n.op == "AveragePool") {

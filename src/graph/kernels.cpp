@@ -281,6 +281,98 @@ TeKernel concat_kernel(const std::vector<std::vector<int64_t>>& inputs, int64_t 
   return finish_kernel("concat", std::move(args));
 }
 
+namespace {
+
+// The output channels one input fills at a constant stride, from its channels at a constant
+// stride: a channel shuffle's half is two of them (even outputs from one input, odd from the
+// other), a concatenation one per input.
+struct ChannelRun {
+  int source = 0;
+  int64_t first_out = 0, out_step = 1, first_in = 0, in_step = 1, count = 1;
+};
+
+std::vector<ChannelRun> channel_runs(const std::vector<int64_t>& sources,
+                                     const std::vector<int64_t>& channels) {
+  std::vector<ChannelRun> runs;
+  std::vector<bool> taken(sources.size(), false);
+  for (size_t k = 0; k < sources.size(); ++k) {
+    if (taken[k]) continue;
+    ChannelRun r{static_cast<int>(sources[k]), static_cast<int64_t>(k), 1, channels[k], 1, 1};
+    taken[k] = true;
+    // The next output of the same source sets the strides; the run goes on while they hold.
+    size_t next = k + 1;
+    while (next < sources.size() && sources[next] != sources[k]) ++next;
+    if (next < sources.size()) {
+      r.out_step = static_cast<int64_t>(next - k);
+      r.in_step = channels[next] - channels[k];
+      for (size_t j = next; j < sources.size() && sources[j] == sources[k] && !taken[j] &&
+                            channels[j] == r.first_in + r.count * r.in_step;
+           j += static_cast<size_t>(r.out_step)) {
+        taken[j] = true;
+        ++r.count;
+      }
+    }
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+}  // namespace
+
+TeKernel gather_channels_kernel(const std::vector<std::vector<int64_t>>& inputs,
+                                const std::vector<int64_t>& sources,
+                                const std::vector<int64_t>& channels, int64_t block) {
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    args.push_back(placeholder(inputs[i], DType::kFloat32, fmt::format("in{}", i)));
+  const auto count = static_cast<int64_t>(sources.size());
+  std::vector<int64_t> out_shape = inputs.at(0);
+  out_shape[1] = block > 0 ? count / block : count;
+  const std::vector<ChannelRun> runs = channel_runs(sources, channels);
+  Tensor out = compute(
+      out_shape,
+      [&](const std::vector<Var>& at) {
+        Expr k = block > 0 ? Expr(at[1]) * static_cast<int>(block) + Expr(at[4]) : Expr(at[1]);
+        auto read = [&](const ChannelRun& r) {
+          // The run's j-th output is k = first_out + j * out_step.
+          Expr j = k - static_cast<int>(r.first_out);
+          if (r.out_step > 1) j = j / static_cast<int>(r.out_step);
+          Expr c = j * static_cast<int>(r.in_step) + static_cast<int>(r.first_in);
+          std::vector<Expr> idx(at.begin(), at.end());
+          if (block > 0) {
+            idx[1] = c / static_cast<int>(block);
+            idx[4] = c % static_cast<int>(block);
+          } else {
+            idx[1] = c;
+          }
+          return args[static_cast<size_t>(r.source)](idx);
+        };
+        // Nested selects from the last run backwards; every channel is in exactly one run, and
+        // only the chosen branch is read.
+        Expr v = read(runs.back());
+        for (size_t i = runs.size() - 1; i-- > 0;) {
+          const ChannelRun& r = runs[i];
+          const auto last = static_cast<int>(r.first_out + (r.count - 1) * r.out_step);
+          Expr in_run = k >= static_cast<int>(r.first_out) && k <= last;
+          if (r.out_step > 1 && r.count > 1)
+            in_run =
+                in_run &&
+                eq((k - static_cast<int>(r.first_out)) % static_cast<int>(r.out_step), Expr(0));
+          v = select(in_run, read(r), v);
+        }
+        return v;
+      },
+      "out", axis_names(out_shape.size()));
+  args.push_back(out);
+  if (block == 0) return finish_kernel("gather_channels", std::move(args));
+  // Blocked: per pixel, every output channel unrolled, so that each choice of run is a constant
+  // the C compiler folds away and each output vector is built from plain loads.
+  return finish_kernel("gather_channels", std::move(args),
+                       "reorder(i0, i2, i3, i1, i4) ; unroll(i4) ; unroll(i1) ; fuse(i0, i2) ; "
+                       "parallel(i0.i2.fused)",
+                       /*auto_parallel=*/false);
+}
+
 TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape) {
   Tensor in = placeholder(in_shape, DType::kFloat32, "in");
   IterVar ry = reduce_axis(in_shape[2], "ry"), rx = reduce_axis(in_shape[3], "rx");

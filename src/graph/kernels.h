@@ -55,6 +55,12 @@ TeKernel global_avg_pool_kernel(const std::vector<int64_t>& in_shape);
 /// NCHW [N][C][H][W] into channel blocks [N][C/b][H][W][b] (b divides C), and back.
 TeKernel to_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block);
 TeKernel from_blocked_kernel(const std::vector<int64_t>& nchw, int64_t block);
+/// tessera.GatherChannels: output channel k is channel `channels[k]` of input `sources[k]`. The
+/// inputs share N, H and W; with `block` 0 they are NCHW [N][C][H][W], else channel-blocked
+/// [N][C/b][H][W][b] with the output's channel count a multiple of the block.
+TeKernel gather_channels_kernel(const std::vector<std::vector<int64_t>>& inputs,
+                                const std::vector<int64_t>& sources,
+                                const std::vector<int64_t>& channels, int64_t block);
 /// Max or average pooling (KxK window, stride S, pads top, left, bottom, right; the mean counts
 /// the pads) of a channel-blocked [N][C/b][H][W][b] tensor, the block's channels as the vector.
 TeKernel pool_blocked_kernel(const std::vector<int64_t>& in_shape, int64_t k, int64_t stride,

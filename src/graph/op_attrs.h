@@ -75,6 +75,15 @@ struct DepthToSpace {
 };
 DepthToSpace read_depth_to_space(const Node& n, const std::vector<int64_t>& input);
 
+/// tessera.GatherChannels (gather_channels.cpp): output channel k is channel `channels[k]` of input
+/// `sources[k]`; the inputs are 4-D and share N, H and W. Read and checked (throws on a malformed
+/// node).
+inline constexpr const char* kGatherChannels = "tessera.GatherChannels";
+struct ChannelGather {
+  std::vector<int64_t> sources, channels;
+};
+ChannelGather read_channel_gather(const Node& n, const Graph& g);
+
 /// Reshape's output shape from its constant shape input (0 copies a dimension, -1 is inferred);
 /// throws when the shape input is not constant or does not fit the element count.
 std::vector<int64_t> reshape_target(const Node& n, const Graph& g);

@@ -182,6 +182,40 @@ OpDef slice() {
   return d;
 }
 
+// tessera.GatherChannels: channels picked from several 4-D inputs (gather_channels.cpp).
+OpDef gather_channels() {
+  OpDef d;
+  d.name = kGatherChannels;
+  d.attributes = {"sources", "channels"};
+  d.lowering = Lowering::kKernel;
+  d.infer = [](const Node& n, const Graph& g) {
+    std::vector<int64_t> out = input_shape(n, g, 0);
+    out[1] = static_cast<int64_t>(read_channel_gather(n, g).channels.size());
+    return out;
+  };
+  d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+    const ChannelGather c = read_channel_gather(n, g);
+    std::vector<int64_t> shape = in.at(0)->shape;
+    const int64_t plane = shape[2] * shape[3];
+    shape[1] = static_cast<int64_t>(c.channels.size());
+    HostTensor out{shape, {}, false};
+    for (int64_t b = 0; b < shape[0]; ++b)
+      for (size_t k = 0; k < c.channels.size(); ++k) {
+        const HostTensor& x = *in.at(static_cast<size_t>(c.sources[k]));
+        const auto first = x.data.begin() + (b * x.shape[1] + c.channels[k]) * plane;
+        out.data.insert(out.data.end(), first, first + plane);
+      }
+    return out;
+  };
+  d.kernel = [](const Node& n, const Graph& g) {
+    const ChannelGather c = read_channel_gather(n, g);
+    std::vector<std::vector<int64_t>> inputs;
+    for (const std::string& v : n.inputs) inputs.push_back(g.shape(v));
+    return gather_channels_kernel(inputs, c.sources, c.channels, 0);
+  };
+  return d;
+}
+
 struct PadSpec {
   std::vector<int64_t> before, out;
   double value = 0;
@@ -466,6 +500,28 @@ OpDef gather() {
 
 }  // namespace
 
+ChannelGather read_channel_gather(const Node& n, const Graph& g) {
+  ChannelGather c{n.attr_ints("sources", {}), n.attr_ints("channels", {})};
+  if (c.channels.empty() || c.sources.size() != c.channels.size())
+    throw_error("{}: sources and channels must be non-empty and of one length", n.where());
+  const std::vector<int64_t>& first = input_shape(n, g, 0);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const std::vector<int64_t>& x = input_shape(n, g, i);
+    if (x.size() != 4 || first.size() != 4 || x[0] != first[0] || x[2] != first[2] ||
+        x[3] != first[3])
+      throw_error("{}: inputs must be 4-D with one N, H and W ({} and {})", n.where(),
+                  shape_text(first), shape_text(x));
+  }
+  for (size_t k = 0; k < c.channels.size(); ++k) {
+    const int64_t s = c.sources[k];
+    if (s < 0 || s >= static_cast<int64_t>(n.inputs.size()) || c.channels[k] < 0 ||
+        c.channels[k] >= input_shape(n, g, static_cast<size_t>(s))[1])
+      throw_error("{}: output channel {} reads channel {} of input {}, which it lacks", n.where(),
+                  k, c.channels[k], s);
+  }
+  return c;
+}
+
 int64_t id_bound(const Graph& g, const std::string& input) {
   int64_t bound = 0;
   for (const Node& n : g.nodes)
@@ -523,6 +579,7 @@ void add_data_rows(std::vector<OpDef>& t) {
   t.push_back(tile());
   t.push_back(expand());
   t.push_back(gather());
+  t.push_back(gather_channels());
 }
 
 void add_folded_rows(std::vector<OpDef>& t) {

@@ -252,6 +252,7 @@ class ChannelClasses {
 bool reads_padded(const Graph& g, const Node& n, size_t i, int64_t lanes) {
   const std::string& v = n.inputs[i];
   if (v.empty() || g.is_constant(v)) return false;
+  if (n.op == kGatherChannels) return true;  // its channels keep their indices
   if (plain_conv(g, n) || channelwise_conv(g, n, lanes)) {
     if (i == 0) return true;
     std::vector<std::string> res = residuals(g, n);
@@ -263,8 +264,8 @@ bool reads_padded(const Graph& g, const Node& n, size_t i, int64_t lanes) {
 
 // Whether node `n` can write its output padded.
 bool writes_padded(const Graph& g, const Node& n, int64_t lanes) {
-  return plain_conv(g, n) || channelwise_conv(g, n, lanes) || channelwise_unary(n) ||
-         channelwise_binary(g, n);
+  return n.op == kGatherChannels || plain_conv(g, n) || channelwise_conv(g, n, lanes) ||
+         channelwise_unary(n) || channelwise_binary(g, n);
 }
 
 // Where values_to_pad may bridge a class that something else makes or reads: nowhere, anywhere
@@ -424,6 +425,18 @@ int pad_through_convolutions(Graph& g, const std::set<std::string>& padded_value
   int changed = 0;
   for (Node& n : g.nodes) {
     const bool pads_out = padded_values.count(n.outputs[0]) > 0;
+    if (n.op == kGatherChannels) {
+      if (!pads_out) continue;
+      // The padded channels copy a real one: finite, and read by nothing real.
+      ChannelGather c = read_channel_gather(n, g);
+      const int64_t to = round_up(static_cast<int64_t>(c.channels.size()), lanes);
+      c.sources.resize(static_cast<size_t>(to), c.sources[0]);
+      c.channels.resize(static_cast<size_t>(to), c.channels[0]);
+      n.attrs["sources"] = std::move(c.sources);
+      n.attrs["channels"] = std::move(c.channels);
+      ++changed;
+      continue;
+    }
     if (n.op != "Conv") {
       if (!pads_out || !channelwise_binary(g, n)) continue;
       const int64_t channels = g.shape(n.outputs[0])[1];

@@ -51,15 +51,22 @@ int fuse_epilogues(Graph& g);
 /// the input it reads, joined by Concats; its epilogue goes to every piece (per-channel adds and
 /// activations only: no residual). Returns how many.
 int split_by_live_taps(Graph& g);
+/// Chains of data movement that pick channels of a 4-D value, N, H and W kept (a channel
+/// shuffle's Reshape, Transpose and Reshape; a Slice or Split along the channels of a Concat or of
+/// such a pick), become tessera.GatherChannels, which then read through the Concats and gathers
+/// before them (up to 12 inputs); what that leaves unread is removed. Returns how many gathers
+/// were made or changed.
+int gather_channels(Graph& g);
 /// Values whose channel count is not a multiple of `lanes` (above 8) get zero channels up to the
 /// next multiple, so that the graph runs in one vector-wide channel block. Values that must pad
 /// together form classes: a depthwise (or channel-preserving grouped) Conv, an activation, an
 /// Add/Sub/Mul of same-shape or per-channel operands link their inputs and output, a Conv its
 /// output and residuals. Producers get zero output channels (weights, bias, per-channel adds;
 /// grouped Convs zero filters in groups of their own), group-1 readers zero input channels, and a
-/// Slice after each GlobalAveragePool crops its result. A class some other node makes or reads is
-/// padded only where its channels fill no block of 8 (ShuffleNet's 58): a Pad after what else makes
-/// it, a Slice before what else reads it (64 positions or more). Groups of fewer channels than a
+/// Slice after each GlobalAveragePool crops its result; a tessera.GatherChannels reads padded
+/// inputs as they are and writes padded outputs (its extra channels copy a real one). A class some
+/// other node makes or reads is padded across bridges (20 channels between two Concats): a Pad
+/// after what else makes it, a Slice before what else reads it. Groups of fewer channels than a
 /// vector merge into groups of one vector (zero filters across the merged groups). Tried to the
 /// lanes without and with such bridges, then the unaligned classes to 8, each kept only where
 /// channel_block then says that block. Then, with any `lanes`: a Conv of more than 8 output
@@ -125,7 +132,7 @@ struct PassOptions {
   bool winograd = true;
 };
 /// fold_constants, pool_reductions, lower_conv_transpose, trim_padding_taps, fold_batch_norm,
-/// fuse_epilogues, split_by_live_taps,
+/// fuse_epilogues, split_by_live_taps, gather_channels,
 /// pad_channels (to the ISA's lanes, when the layout is blocked), eliminate_dead_nodes,
 /// choose_layouts, fold_channel_scales, choose_conv_algorithms, in that order (the last three only
 /// with a blocked layout).

@@ -419,6 +419,17 @@ void Planner::plan_blocked(const Node& n, int64_t block) {
     if (in_place) return;
     return te_step(concat_kernel(shapes, 1), std::move(args));
   }
+  if (n.op == kGatherChannels) {
+    const ChannelGather c = read_channel_gather(n, g_);
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<size_t> args;
+    for (const std::string& v : n.inputs) {
+      shapes.push_back(blocked_shape(g_.shape(v), block));
+      args.push_back(blocked_slot(v, block));
+    }
+    args.push_back(blocked_output_slot(n, block));
+    return te_step(gather_channels_kernel(shapes, c.sources, c.channels, block), std::move(args));
+  }
   if (n.op == "DepthToSpace" || n.op == "tessera.PixelShuffle")
     return te_step(
         depth_to_space_blocked_kernel(blocked_shape(in, block), read_depth_to_space(n, in)),

@@ -220,6 +220,37 @@ def grouped():
     return b.model("grouped", [1, 16, 18, 18], b.gemm(h, 32, 10), opset=14), [1, 16, 18, 18]
 
 
+def shuffle():
+    """ShuffleNet-v2's units at 24 channels a branch: a downsampling unit of two branches, then
+    units that halve the shuffled channels with Slices (the legacy exporter) and with a Split
+    (the dynamo exporter); each joins its halves and shuffles them (Reshape, Transpose,
+    Reshape)."""
+    b = Builder(15)
+
+    def branch(x, c_in, stride):
+        h = b.op("Relu", [b.bn(b.conv(x, c_in, 24, 1), 24)])
+        h = b.bn(b.conv(h, 24, 24, 3, stride, 1, group=24), 24)
+        return b.op("Relu", [b.bn(b.conv(h, 24, 24, 1), 24)])
+
+    def shuffled(first, second):
+        h = b.op("Concat", [first, second], axis=1)
+        h = b.op("Reshape", [h, b.ints([1, 2, 24, 8, 8])])
+        h = b.op("Transpose", [h], perm=[0, 2, 1, 3, 4])
+        return b.op("Reshape", [h, b.ints([1, 48, 8, 8])])
+
+    x = b.op("Relu", [b.conv("input", 3, 24, 3, 2, 1)])
+    down = b.bn(b.conv(x, 24, 24, 3, 2, 1, group=24), 24)
+    h = shuffled(b.op("Relu", [b.bn(b.conv(down, 24, 24, 1), 24)]), branch(x, 24, 2))
+    first = b.op("Slice", [h, b.ints([0]), b.ints([24]), b.ints([1])])
+    second = b.op("Slice", [h, b.ints([24]), b.ints([48]), b.ints([1])])
+    h = shuffled(first, branch(second, 24, 1))
+    halves = [b.name("split"), b.name("split")]
+    b.nodes.append(helper.make_node("Split", [h], halves, axis=1, num_outputs=2))
+    h = shuffled(halves[0], branch(halves[1], 24, 1))
+    h = b.op("ReduceMean", [b.op("Relu", [b.conv(h, 48, 64, 1)]), b.ints([2, 3])], keepdims=0)
+    return b.model("shuffle", [1, 3, 32, 32], b.gemm(h, 64, 10), opset=18), [1, 3, 32, 32]
+
+
 def encoder():
     """A BERT-style encoder layer at sequence 8: LayerNormalization, attention with Div, Softmax
     and shape arithmetic (Shape, Gather, Unsqueeze, Concat into Reshape), Gelu as Erf."""
@@ -407,7 +438,7 @@ def main():
     failures = 0
     print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
           f"{'ort ms':>9}  kernels")
-    for build in (mlp, dqn, resnet, mobilenet, misc, se_block, grouped, encoder, more_ops,
+    for build in (mlp, dqn, resnet, mobilenet, misc, se_block, grouped, shuffle, encoder, more_ops,
                   dcgan, matmul_broadcast, recurrent_lm, resize, upsample):
         model, shape = build()
         name = model.graph.name

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "graph/executor.h"
+#include "graph/op_attrs.h"
 #include "graph/passes.h"
 #include "graph/reference.h"
 #include "graph_builder.h"
@@ -152,6 +153,58 @@ TEST(OpTable, ConcatOfBlockedConvolutionsStaysBlocked) {
   for (const graph::KernelInfo& k : ex.kernels())
     from_blocked += k.workload.find("from_blocked") != std::string::npos ? k.uses : 0;
   EXPECT_EQ(from_blocked, 1) << "only the model's output";
+}
+
+// tessera.GatherChannels with every kind of run: two inputs interleaved, one read backwards,
+// one channel repeated, channels scattered. Blocked where both inputs are blocked convolutions'
+// outputs, NCHW where one is the model's input; against the reference either way.
+TEST(OpTable, GatherChannelsMatchesTheReferenceInEitherLayout) {
+  std::vector<int64_t> sources, channels;
+  auto pick = [&](int64_t source, int64_t channel) {
+    sources.push_back(source);
+    channels.push_back(channel);
+  };
+  for (int64_t j = 0; j < 4; ++j) pick(0, j), pick(1, j);
+  for (int64_t j = 0; j < 8; ++j) pick(1, 31 - j);
+  for (int64_t j = 0; j < 4; ++j) pick(0, 5);
+  for (int64_t j = 0; j < 12; ++j) pick(j % 3 == 0 ? 1 : 0, 7 * j % 16);
+  for (bool blocked : {true, false}) {
+    SCOPED_TRACE(blocked ? "blocked" : "NCHW");
+    GraphBuilder b(31);
+    std::string x = b.input({1, 16, 6, 6});
+    std::string a = blocked ? b.node("Relu", {b.conv(x, 16, 16, 3, 1, 1)}) : x;
+    std::string c = b.node("Relu", {b.conv(x, 16, 32, 1, 1, 0)});
+    std::string picked =
+        b.node(graph::kGatherChannels, {a, c}, {{"sources", sources}, {"channels", channels}});
+    Graph g = b.finish(b.conv(picked, 32, 16, 3, 1, 1));
+    Graph passed = g;
+    graph::run_default_passes(passed);
+    for (const graph::Node& n : passed.nodes) {
+      if (n.op != graph::kGatherChannels) continue;
+      EXPECT_EQ(n.attr_int(graph::kBlockAttr, 0) > 0, blocked);
+    }
+    EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+  }
+}
+
+// Bad tables are refused with the channel they name.
+TEST(OpTable, GatherChannelsRefusesChannelsItsInputsLack) {
+  GraphBuilder b(32);
+  std::string x = b.input({1, 4, 3, 3});
+  EXPECT_THROW(
+      {
+        try {
+          b.finish(b.node(
+              graph::kGatherChannels, {x},
+              {{"sources", std::vector<int64_t>{0, 0}}, {"channels", std::vector<int64_t>{1, 4}}}));
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("output channel 1 reads channel 4 of input 0"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      Error);
 }
 
 // A dense block as torch exports DenseNet: each layer joins the block's input and every feature

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "graph/executor.h"
+#include "graph/op_attrs.h"
 #include "graph/reference.h"
 #include "graph_builder.h"
 #include "runtime/isa.h"
@@ -544,32 +545,27 @@ TEST(GraphPasses, RaggedChannelsArePaddedThroughDepthwiseAndSqueezeExcite) {
   EXPECT_LT(testing::max_relative_error(run(held, x3), joined), 1e-12);
 }
 
-// ShuffleNet's branches: channels between a Slice and a Concat. A Pad bridges the value the Slice
-// makes, a Slice crops the one the Concat reads, and the convolutions between run blocked: in
-// blocks of 16 with vectors of 16 (the 40 channels the Slices read cropped too), and with vectors
-// of 8 only the 20 channels that fill no block of 8 pad.
+// Ragged channels made and read by what cannot pad them: Concats. With vectors of 16 a Pad
+// bridges the 40 channels one Concat makes; Slices crop the 20-channel values the Concats read;
+// the convolutions between run blocked, their 20 channels padded to 32 with vectors of 16 and to
+// 24 with vectors of 8.
 TEST(GraphPasses, UnalignedChannelsArePaddedAcrossBridges) {
   for (int64_t lanes : {8, 16}) {
     GraphBuilder b(21);
     std::string x = b.input({1, 16, 10, 10});
-    std::string a = b.node("Relu", {b.conv(x, 16, 40, 1, 1, 0)});
-    auto half = [&](int64_t start) {
-      return b.node("Slice", {a},
-                    {{"starts", std::vector<int64_t>{start}},
-                     {"ends", std::vector<int64_t>{start + 20}},
-                     {"axes", std::vector<int64_t>{1}}});
-    };
-    std::string s = half(0);
-    std::string d = b.conv(b.node("Relu", {b.conv(s, 20, 20, 1, 1, 0)}), 20, 20, 3, 1, 1, 20);
+    std::string p = b.node("Relu", {b.conv(x, 16, 20, 1, 1, 0)});
+    std::string q = b.node("Relu", {b.conv(x, 16, 20, 1, 1, 0)});
+    std::string s = b.node("Concat", {p, q}, {{"axis", int64_t{1}}});
+    std::string d = b.conv(b.node("Relu", {b.conv(s, 40, 20, 1, 1, 0)}), 20, 20, 3, 1, 1, 20);
     std::string e = b.node("Relu", {b.conv(d, 20, 20, 1, 1, 0)});
-    Graph g = b.finish(b.node("Concat", {e, half(20)}, {{"axis", int64_t{1}}}));
+    Graph g = b.finish(b.node("Concat", {e, x}, {{"axis", int64_t{1}}}));
     graph::run_default_passes(g, {.blocked_layout = false});
     HostTensor in = b.random_tensor({1, 16, 10, 10});
     HostTensor before = run(g, in);
     const int slices = count_op(g, "Slice");
     EXPECT_GT(graph::pad_channels(g, lanes), 0) << graph::print_graph(g);
-    EXPECT_EQ(count_op(g, "Pad"), 1) << "after the Slice";
-    EXPECT_EQ(count_op(g, "Slice"), slices + (lanes == 16 ? 2 : 1)) << "before the Concat";
+    EXPECT_EQ(count_op(g, "Pad"), lanes == 16 ? 1 : 0) << "after the first Concat";
+    EXPECT_EQ(count_op(g, "Slice"), slices + 3) << "before the Concats";
     EXPECT_EQ(g.shape(d)[1], lanes == 16 ? 32 : 24);
     EXPECT_EQ(g.shape(e)[1], 20);
     EXPECT_EQ(graph::channel_block(g, lanes), lanes);
@@ -582,6 +578,78 @@ TEST(GraphPasses, UnalignedChannelsArePaddedAcrossBridges) {
       unblocked += k.starts_with("conv2d:") || k.starts_with("conv2d_bias_relu:") ||
                    k.starts_with("depthwise_conv2d:");
     EXPECT_EQ(unblocked, 0);
+  }
+}
+
+// ShuffleNet-v2's units: each joins its untouched half and its branch, shuffles the channels
+// (Reshape, Transpose, Reshape) and halves them again with Slices. The shuffles and halves become
+// gathers that read the branches themselves, one a unit, the Concats and shuffles go, the
+// branches' 20 channels pad to whole vectors through the gathers (no Pad or Slice bridges them),
+// and everything runs blocked.
+TEST(GraphPasses, ChannelShufflesBecomeGathersOfTheBranches) {
+  for (int64_t lanes : {8, 16}) {
+    GraphBuilder b(23);
+    std::string x = b.input({1, 16, 10, 10});
+    std::string a = b.node("Relu", {b.conv(x, 16, 40, 1, 1, 0)});
+    std::string first = b.node("Slice", {a},
+                               {{"starts", std::vector<int64_t>{0}},
+                                {"ends", std::vector<int64_t>{20}},
+                                {"axes", std::vector<int64_t>{1}}});
+    std::string second = b.node("Slice", {a},
+                                {{"starts", std::vector<int64_t>{20}},
+                                 {"ends", std::vector<int64_t>{40}},
+                                 {"axes", std::vector<int64_t>{1}}});
+    for (int unit = 0; unit < 3; ++unit) {
+      std::string d =
+          b.conv(b.node("Relu", {b.conv(second, 20, 20, 1, 1, 0)}), 20, 20, 3, 1, 1, 20);
+      std::string branch = b.node("Relu", {b.conv(d, 20, 20, 1, 1, 0)});
+      std::string joined = b.node("Concat", {first, branch}, {{"axis", int64_t{1}}});
+      std::string grouped =
+          b.node("Reshape", {joined, b.constant({{5}, {1, 2, 20, 10, 10}, true})});
+      std::string swapped =
+          b.node("Transpose", {grouped}, {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}});
+      std::string shuffled = b.node("Reshape", {swapped, b.constant({{4}, {1, 40, 10, 10}, true})});
+      if (unit == 2) {
+        a = shuffled;
+        break;
+      }
+      auto half = [&](int64_t start) {
+        return b.node("Slice", {shuffled},
+                      {{"starts", std::vector<int64_t>{start}},
+                       {"ends", std::vector<int64_t>{start + 20}},
+                       {"axes", std::vector<int64_t>{1}}});
+      };
+      first = half(0);
+      second = half(20);
+    }
+    Graph g = b.finish(b.conv(a, 40, 16, 1, 1, 0));
+    HostTensor in = b.random_tensor({1, 16, 10, 10});
+    HostTensor before = run(g, in);
+    graph::run_default_passes(g, {.blocked_layout = false});
+    EXPECT_EQ(count_op(g, "Concat"), 0) << graph::print_graph(g);
+    EXPECT_EQ(count_op(g, "Transpose"), 0);
+    EXPECT_EQ(count_op(g, "Reshape"), 0);
+    EXPECT_EQ(count_op(g, "Slice"), 0);
+    EXPECT_EQ(count_op(g, graph::kGatherChannels), 4)
+        << "the first unit's second half, the next two units' and the last shuffle";
+    EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+    EXPECT_GT(graph::pad_channels(g, lanes), 0) << graph::print_graph(g);
+    EXPECT_EQ(count_op(g, "Pad"), 0);
+    EXPECT_EQ(graph::channel_block(g, lanes), lanes);
+    EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+    graph::choose_layouts(g, lanes);
+    for (const graph::Node& n : g.nodes) {
+      if (n.op != graph::kGatherChannels) continue;
+      EXPECT_EQ(n.attr_int(graph::kBlockAttr, 0), lanes);
+    }
+    std::vector<std::string> kernels;
+    EXPECT_LT(testing::max_relative_error(run_compiled(g, in, &kernels), before), 1e-4);
+    int conversions = 0;
+    for (const std::string& k : kernels) {
+      conversions += k.starts_with("graph:from_blocked") || k.starts_with("graph:to_blocked");
+      EXPECT_FALSE(k.starts_with("conv2d:") || k.starts_with("depthwise_conv2d:")) << k;
+    }
+    EXPECT_EQ(conversions, 2) << "the model's input and output only";
   }
 }
 
