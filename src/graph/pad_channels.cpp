@@ -309,6 +309,14 @@ std::set<std::string> values_to_pad(const Graph& g, int64_t lanes, Bridges bridg
   }
   std::set<std::string> held_classes;
   for (const std::string& v : held) held_classes.insert(classes.find(v));
+  // Padding pays only for convolutions: a class none of them reads or writes (a transformer's
+  // 12 heads as the channels of [1, 12, 197, 64], scaled by a Mul) stays as it is.
+  std::set<std::string> conv_classes;
+  for (const Node& n : g.nodes) {
+    if (!plain_conv(g, n) && !channelwise_conv(g, n, lanes)) continue;
+    conv_classes.insert(classes.find(n.inputs[0]));
+    conv_classes.insert(classes.find(n.outputs[0]));
+  }
   // Every member of a class has the channels of the others (linked nodes keep them): the values
   // something writes or reads padded. A class pads when they are ragged and more than 8, and
   // nothing else makes or reads one of them, or else where `bridges` allows.
@@ -329,7 +337,7 @@ std::set<std::string> values_to_pad(const Graph& g, int64_t lanes, Bridges bridg
     if (!global_pool(g, n)) add_member(n.outputs[0], writes_padded(g, n, lanes));
   std::set<std::string> padded_values;
   for (const auto& [root, values] : members) {
-    if (refused.count(root)) continue;
+    if (refused.count(root) || !conv_classes.count(root)) continue;
     const int64_t c = g.shape(values.front())[1];
     if (c % lanes == 0 || c <= 8) continue;
     const bool bridged = held_classes.count(root) > 0;

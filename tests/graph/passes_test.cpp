@@ -653,6 +653,23 @@ TEST(GraphPasses, ChannelShufflesBecomeGathersOfTheBranches) {
   }
 }
 
+// Attention's 12 heads are the second dimension of [1, 12, S, 64] values that a scale multiplies,
+// as a convolution's channels would be, but no convolution reads or writes them: padding them
+// would only add copies.
+TEST(GraphPasses, AttentionHeadsAreNotPaddedAsChannels) {
+  GraphBuilder b(24);
+  std::string x = b.input({1, 12, 10, 16});
+  std::string q = b.node("MatMul", {x, b.random({16, 16})});
+  std::string scaled = b.node("Mul", {q, b.constant({{}, {0.25}, false})});
+  std::string k = b.node("Transpose", {q}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  Graph g = b.finish(b.node("MatMul", {scaled, k}));
+  for (int64_t lanes : {8, 16}) {
+    Graph padded = g;
+    EXPECT_EQ(graph::pad_channels(padded, lanes), 0) << graph::print_graph(padded);
+    EXPECT_EQ(padded.shape(scaled), g.shape(scaled));
+  }
+}
+
 // RegNet's groups of 8 channels on AVX-512: padded by whole groups (40 -> 48 channels, 5 -> 6
 // groups), then merged two at a time into groups of 16 with zero filters across the pair, so the
 // grouped convolution runs in blocks of 16 with the rest; a width that needs no padding (32, 4
