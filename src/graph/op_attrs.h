@@ -84,6 +84,16 @@ struct ChannelGather {
 };
 ChannelGather read_channel_gather(const Node& n, const Graph& g);
 
+/// tessera.StridedCopy (data_movement.cpp): output element (i0, i1, ...) of shape `shape` is
+/// `scale` times element offset + i0 * strides[0] + i1 * strides[1] + ... of the input's memory.
+inline constexpr const char* kStridedCopy = "tessera.StridedCopy";
+struct StridedCopy {
+  std::vector<int64_t> shape, strides;
+  int64_t offset = 0;
+  double scale = 1.0;
+};
+StridedCopy read_strided_copy(const Node& n, const Graph& g);
+
 /// Reshape's output shape from its constant shape input (0 copies a dimension, -1 is inferred);
 /// throws when the shape input is not constant or does not fit the element count.
 std::vector<int64_t> reshape_target(const Node& n, const Graph& g);

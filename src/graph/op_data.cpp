@@ -9,6 +9,7 @@
 
 #include "graph/op_attrs.h"
 #include "graph/op_rows.h"
+#include "runtime/isa.h"
 #include "te/error.h"
 #include "te/tensor.h"
 
@@ -212,6 +213,51 @@ OpDef gather_channels() {
     std::vector<std::vector<int64_t>> inputs;
     for (const std::string& v : n.inputs) inputs.push_back(g.shape(v));
     return gather_channels_kernel(inputs, c.sources, c.channels, 0);
+  };
+  return d;
+}
+
+// tessera.StridedCopy: a chain of moves and scales as one affine read (data_movement.cpp).
+OpDef strided_copy() {
+  OpDef d;
+  d.name = kStridedCopy;
+  d.attributes = {"shape", "offset", "strides", "scale"};
+  d.lowering = Lowering::kKernel;
+  d.infer = [](const Node& n, const Graph& g) { return read_strided_copy(n, g).shape; };
+  d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+    const StridedCopy c = read_strided_copy(n, g);
+    const HostTensor& x = *in.at(0);
+    HostTensor out{c.shape, {}, x.is_int};
+    for (int64_t i = 0; i < num_elements(c.shape); ++i) {
+      std::vector<int64_t> idx = unravel(i, c.shape);
+      int64_t at = c.offset;
+      for (size_t k = 0; k < idx.size(); ++k) at += idx[k] * c.strides[k];
+      out.data.push_back(x.data[static_cast<size_t>(at)] * c.scale);
+    }
+    return out;
+  };
+  d.kernel = [](const Node& n, const Graph& g) {
+    const StridedCopy c = read_strided_copy(n, g);
+    // The input as its flat memory: the strides address it directly.
+    Tensor in = placeholder({num_elements(g.shape(n.inputs[0]))}, DType::kFloat32, "in");
+    Tensor out = compute(
+        c.shape,
+        [&](const std::vector<Var>& at) {
+          Expr flat(static_cast<int>(c.offset));
+          for (size_t k = 0; k < at.size(); ++k)
+            if (c.strides[k] != 0) flat = flat + Expr(at[k]) * static_cast<int>(c.strides[k]);
+          Expr v = in({flat});
+          return c.scale == 1.0 ? v : v * f32(c.scale);
+        },
+        "out", axis_names(c.shape.size()));
+    // Rows of whole vectors: each a vector move where the row is contiguous in the input, else
+    // loaded lane by lane and stored as one vector.
+    const int64_t lanes = target_isa().f32_lanes;
+    const std::string last = fmt::format("i{}", c.shape.size() - 1);
+    std::string schedule;
+    if (!c.shape.empty() && c.shape.back() >= lanes)
+      schedule = fmt::format("split({}, {}) ; vectorize({}.inner)", last, lanes, last);
+    return finish_kernel("strided_copy", {in, out}, schedule);
   };
   return d;
 }
@@ -522,6 +568,25 @@ ChannelGather read_channel_gather(const Node& n, const Graph& g) {
   return c;
 }
 
+StridedCopy read_strided_copy(const Node& n, const Graph& g) {
+  StridedCopy c{n.attr_ints("shape", {}), n.attr_ints("strides", {}), n.attr_int("offset", 0),
+                n.attr_float("scale", 1.0)};
+  if (c.strides.size() != c.shape.size())
+    throw_error("{}: strides must have one entry per dimension of shape", n.where());
+  // The first and last elements bound every other (each index runs from 0 to its extent - 1).
+  const int64_t elements = num_elements(input_shape(n, g, 0));
+  int64_t lo = c.offset, hi = c.offset;
+  for (size_t k = 0; k < c.shape.size(); ++k) {
+    if (c.shape[k] < 0) throw_error("{}: negative dimension {}", n.where(), c.shape[k]);
+    if (c.shape[k] == 0) return c;
+    const int64_t reach = (c.shape[k] - 1) * c.strides[k];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  if (lo < 0 || hi >= elements)
+    throw_error("{}: reads elements {} to {} of an input of {}", n.where(), lo, hi, elements);
+  return c;
+}
+
 int64_t id_bound(const Graph& g, const std::string& input) {
   int64_t bound = 0;
   for (const Node& n : g.nodes)
@@ -580,6 +645,7 @@ void add_data_rows(std::vector<OpDef>& t) {
   t.push_back(expand());
   t.push_back(gather());
   t.push_back(gather_channels());
+  t.push_back(strided_copy());
 }
 
 void add_folded_rows(std::vector<OpDef>& t) {

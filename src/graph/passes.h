@@ -57,6 +57,12 @@ int split_by_live_taps(Graph& g);
 /// before them (up to 12 inputs); what that leaves unread is removed. Returns how many gathers
 /// were made or changed.
 int gather_channels(Graph& g);
+/// Chains of data movement (Transpose, Slice, Gather of constant indices, views) and Muls by a
+/// scalar constant that copy more than once, and whose every output element is one input element
+/// at an affine offset, become one tessera.StridedCopy (a transformer's query, key and value from
+/// their joint projection: a split, heads, the key's transpose and the scale, one copy each).
+/// Returns how many.
+int fold_copies(Graph& g);
 /// Values whose channel count is not a multiple of `lanes` (above 8) get zero channels up to the
 /// next multiple, so that the graph runs in one vector-wide channel block. Values that must pad
 /// together form classes: a depthwise (or channel-preserving grouped) Conv, an activation, an
@@ -132,7 +138,7 @@ struct PassOptions {
   bool winograd = true;
 };
 /// fold_constants, pool_reductions, lower_conv_transpose, trim_padding_taps, fold_batch_norm,
-/// fuse_epilogues, split_by_live_taps, gather_channels,
+/// fuse_epilogues, split_by_live_taps, gather_channels, fold_copies,
 /// pad_channels (to the ISA's lanes, when the layout is blocked), eliminate_dead_nodes,
 /// choose_layouts, fold_channel_scales, choose_conv_algorithms, in that order (the last three only
 /// with a blocked layout).

@@ -207,6 +207,41 @@ TEST(OpTable, GatherChannelsRefusesChannelsItsInputsLack) {
       Error);
 }
 
+// tessera.StridedCopy reading backwards (negative strides from the last element) and scaled, as
+// a row of vectors and as a row read lane by lane; one that would read past its input is refused.
+TEST(OpTable, StridedCopyMatchesTheReferenceAndStaysInsideItsInput) {
+  for (int64_t columns : {4, 32}) {
+    SCOPED_TRACE(columns);
+    GraphBuilder b(33);
+    std::string x = b.input({3, columns});
+    std::string reversed = b.node(graph::kStridedCopy, {b.node("Relu", {x})},
+                                  {{"shape", std::vector<int64_t>{3, columns}},
+                                   {"offset", 3 * columns - 1},
+                                   {"strides", std::vector<int64_t>{-columns, -1}},
+                                   {"scale", 2.0}});
+    std::string across = b.node(graph::kStridedCopy, {x},
+                                {{"shape", std::vector<int64_t>{columns, 3}},
+                                 {"offset", int64_t{0}},
+                                 {"strides", std::vector<int64_t>{1, columns}}});
+    Graph g = b.finish(b.node(
+        "Add", {reversed, b.node("Transpose", {across}, {{"perm", std::vector<int64_t>{1, 0}}})}));
+    EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-6);
+  }
+  GraphBuilder b(34);
+  std::string x = b.input({2, 3});
+  try {
+    b.finish(b.node(graph::kStridedCopy, {x},
+                    {{"shape", std::vector<int64_t>{2, 3}},
+                     {"offset", int64_t{1}},
+                     {"strides", std::vector<int64_t>{3, 1}}}));
+    ADD_FAILURE() << "a copy past its input was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reads elements 1 to 6 of an input of 6"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A dense block as torch exports DenseNet: each layer joins the block's input and every feature
 // before it (one Concat per layer, one input longer each time), then a batch norm no Conv
 // absorbs, Relu, a Conv; a transition averages 2x2. Every feature is written in its place in

@@ -670,6 +670,59 @@ TEST(GraphPasses, AttentionHeadsAreNotPaddedAsChannels) {
   }
 }
 
+// Attention's query, key and value from one projection [S, 3E]: split (Reshape, Transpose,
+// Gather), into heads (Reshape, Transpose), the key transposed again, query and key scaled. Each
+// becomes one strided copy of the projection, the scales multiplied in; a chain that copies once
+// stays, and so does one whose elements are not at affine offsets (a Gather of scattered rows).
+TEST(GraphPasses, ChainsOfCopiesBecomeOneStridedCopy) {
+  GraphBuilder b(25);
+  const int64_t s = 6, heads = 2, d = 4, e = heads * d;
+  std::string x = b.input({s, e});
+  std::string projection = b.node("MatMul", {x, b.random({e, 3 * e})});
+  std::string split = b.node("Reshape", {projection, b.constant({{3}, {s, 3, e}, true})});
+  std::string parts = b.node("Transpose", {split}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  auto part = [&](int64_t which) {
+    std::string p =
+        b.node("Gather", {parts, b.constant({{}, {double(which)}, true})}, {{"axis", int64_t{0}}});
+    std::string h = b.node("Reshape", {p, b.constant({{3}, {s, heads, d}, true})});
+    return b.node("Transpose", {h}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  };
+  std::string scale = b.constant({{}, {0.5}, false});
+  std::string q = b.node("Mul", {part(0), scale});
+  std::string k = b.node(
+      "Mul", {b.node("Transpose", {part(1)}, {{"perm", std::vector<int64_t>{0, 2, 1}}}), scale});
+  std::string scores = b.node("Softmax", {b.node("MatMul", {q, k})}, {{"axis", int64_t{-1}}});
+  std::string v = part(2);
+  std::string once = b.node("Transpose", {x}, {{"perm", std::vector<int64_t>{1, 0}}});
+  std::string scattered =
+      b.node("Transpose",
+             {b.node("Gather", {x, b.constant({{3}, {4, 0, 5}, true})}, {{"axis", int64_t{0}}})},
+             {{"perm", std::vector<int64_t>{1, 0}}});
+  auto row = [&](const std::string& v, int64_t n) {
+    return b.node("Reshape", {v, b.constant({{2}, {1, double(n)}, true})});
+  };
+  std::string attended = b.node("MatMul", {scores, v});  // [heads, s, d]
+  Graph g = b.finish(b.node("Concat",
+                            {row(attended, heads * s * d), row(b.node("MatMul", {once, x}), e * e),
+                             row(scattered, e * 3)},
+                            {{"axis", int64_t{1}}}));
+  HostTensor in = b.random_tensor({s, e});
+  HostTensor before = run(g, in);
+  EXPECT_EQ(graph::fold_copies(g), 3) << graph::print_graph(g);
+  EXPECT_EQ(count_op(g, graph::kStridedCopy), 3);
+  EXPECT_EQ(count_op(g, "Mul"), 0);
+  EXPECT_EQ(count_op(g, "Transpose"), 2) << "the single copy and the scattered rows";
+  for (const graph::Node& n : g.nodes) {
+    if (n.op != graph::kStridedCopy) continue;
+    EXPECT_EQ(n.inputs[0], projection);
+    const graph::StridedCopy c = graph::read_strided_copy(n, g);
+    if (c.scale != 1.0) continue;
+    EXPECT_EQ(c.strides, (std::vector<int64_t>{d, 3 * e, 1})) << "the value's";
+  }
+  EXPECT_LT(testing::max_relative_error(run(g, in), before), 1e-12);
+  EXPECT_LT(testing::max_relative_error(run_compiled(g, in), before), 1e-5);
+}
+
 // RegNet's groups of 8 channels on AVX-512: padded by whole groups (40 -> 48 channels, 5 -> 6
 // groups), then merged two at a time into groups of 16 with zero filters across the pair, so the
 // grouped convolution runs in blocks of 16 with the rest; a width that needs no padding (32, 4

@@ -1,9 +1,17 @@
-// Channel selections as one node each. ShuffleNet-v2's units end in a channel shuffle (Concat,
-// Reshape to [N, 2, C/2, H, W], Transpose of the two channel axes, Reshape back) that Slices or a
-// Split halve again: six copies a unit, each an edge where channel blocks were converted to NCHW
-// and back. As tessera.GatherChannels nodes that read the Concat's inputs and the earlier gathers
-// directly, a unit copies the channels its branch reads once, in blocks, and the padding of 58
-// channels to 64 passes through them (pad_channels.cpp).
+// Data movement rewritten by what it does to its input's elements, found by running the
+// reference of a chain of movement nodes on the input's flat indices.
+//
+// Channel selections as one node each (gather_channels). ShuffleNet-v2's units end in a channel
+// shuffle (Concat, Reshape to [N, 2, C/2, H, W], Transpose of the two channel axes, Reshape back)
+// that Slices or a Split halve again: six copies a unit, each an edge where channel blocks were
+// converted to NCHW and back. As tessera.GatherChannels nodes that read the Concat's inputs and
+// the earlier gathers directly, a unit copies the channels its branch reads once, in blocks, and
+// the padding of 58 channels to 64 passes through them (pad_channels.cpp).
+//
+// Chains that copy more than once as one strided copy (fold_copies). A transformer's attention
+// splits one projection into query, key and value (a Transpose, Gathers), each into heads (a
+// Reshape and a Transpose), transposes the key again and scales query and key: three or four
+// copies each, where every element of the result is one element of the projection times a scale.
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -41,11 +49,10 @@ bool same_image_grid(const std::vector<int64_t>& a, const std::vector<int64_t>& 
   return a.size() == 4 && b.size() == 4 && a[0] == b[0] && a[2] == b[2] && a[3] == b[3];
 }
 
-// Which channel of `x` each output channel of `chain` (nodes in order, the first reading `x`)
-// is, found by running the chain's reference on x's flat indices; nothing where the chain does
-// anything else (moves pixels, mixes images).
-std::optional<std::vector<int64_t>> picked_channels(const Graph& g, const std::string& x,
-                                                    const std::vector<size_t>& chain) {
+// `x`'s flat indices through `chain` (nodes in order, the first reading `x`; a Mul by a scalar
+// constant counts as a copy, its factor multiplied into `scale`), or nothing where a node fails.
+std::optional<HostTensor> probe(const Graph& g, const std::string& x,
+                                const std::vector<size_t>& chain, double* scale = nullptr) {
   const std::vector<int64_t>& xs = g.shape(x);
   if (num_elements(xs) > kMaxProbeElements) return std::nullopt;
   HostTensor value{xs, std::vector<double>(static_cast<size_t>(num_elements(xs))), false};
@@ -53,6 +60,11 @@ std::optional<std::vector<int64_t>> picked_channels(const Graph& g, const std::s
   try {
     for (size_t i : chain) {
       const Node& n = g.nodes[i];
+      if (n.op == "Mul") {
+        if (!scale) return std::nullopt;
+        *scale *= g.constants.at(n.inputs[1]).data[0];
+        continue;
+      }
       std::vector<const HostTensor*> in{&value};
       for (size_t k = 1; k < n.inputs.size(); ++k)
         in.push_back(n.inputs[k].empty() ? nullptr : &g.constants.at(n.inputs[k]));
@@ -61,19 +73,29 @@ std::optional<std::vector<int64_t>> picked_channels(const Graph& g, const std::s
   } catch (const Error&) {
     return std::nullopt;
   }
-  const std::vector<int64_t>& ys = value.shape;
+  return value;
+}
+
+// Which channel of `x` each output channel of `chain` is; nothing where the chain does anything
+// else (moves pixels, mixes images).
+std::optional<std::vector<int64_t>> picked_channels(const Graph& g, const std::string& x,
+                                                    const std::vector<size_t>& chain) {
+  std::optional<HostTensor> value = probe(g, x, chain);
+  if (!value) return std::nullopt;
+  const std::vector<int64_t>& xs = g.shape(x);
+  const std::vector<int64_t>& ys = value->shape;
   if (!same_image_grid(xs, ys)) return std::nullopt;
   const int64_t plane = xs[2] * xs[3];
   std::vector<int64_t> channels;
   for (int64_t k = 0; k < ys[1]; ++k) {
-    const auto first = static_cast<int64_t>(value.data[static_cast<size_t>(k * plane)]);
+    const auto first = static_cast<int64_t>(value->data[static_cast<size_t>(k * plane)]);
     if (first % plane != 0 || first / plane >= xs[1]) return std::nullopt;
     channels.push_back(first / plane);
   }
   for (int64_t b = 0; b < ys[0]; ++b)
     for (int64_t k = 0; k < ys[1]; ++k)
       for (int64_t p = 0; p < plane; ++p)
-        if (value.data[static_cast<size_t>((b * ys[1] + k) * plane + p)] !=
+        if (value->data[static_cast<size_t>((b * ys[1] + k) * plane + p)] !=
             static_cast<double>((b * xs[1] + channels[static_cast<size_t>(k)]) * plane + p))
           return std::nullopt;
   return channels;
@@ -204,7 +226,97 @@ int drop_copies(Graph& g) {
   return static_cast<int>(same.size());
 }
 
+// A Mul of a scalar constant (second operand), which commutes with every move.
+bool scales(const Graph& g, const Node& n) {
+  return n.op == "Mul" && n.inputs.size() == 2 && n.epilogue.empty() &&
+         !g.is_constant(n.inputs[0]) && g.is_constant(n.inputs[1]) &&
+         num_elements(g.shape(n.inputs[1])) == 1 && g.shape(n.inputs[0]) == g.shape(n.outputs[0]);
+}
+
+// Nodes of a chain that copy: a view (Reshape, Squeeze, Unsqueeze, Flatten, Identity) moves
+// nothing; a Transpose that keeps the order of the dimensions above 1 is a view too.
+bool copies(const Graph& g, const Node& n) {
+  if (n.op == "Transpose") {
+    const std::vector<int64_t>& in = g.shape(n.inputs[0]);
+    std::vector<int64_t> order;
+    for (int64_t d : n.attr_ints("perm", {}))
+      if (in.at(static_cast<size_t>(d)) > 1) order.push_back(d);
+    return !std::is_sorted(order.begin(), order.end());
+  }
+  return n.op == "Slice" || n.op == "Gather" || n.op == "Mul";
+}
+
+// Every element of the chain's output as `x`'s element offset + sum of index * stride (in
+// elements of x's memory); nothing where some element is not.
+std::optional<StridedCopy> strided(const HostTensor& value) {
+  const std::vector<int64_t>& shape = value.shape;
+  StridedCopy copy;
+  copy.shape = shape;
+  copy.offset = value.data.empty() ? 0 : static_cast<int64_t>(value.data[0]);
+  int64_t unit = 1;
+  copy.strides.assign(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] > 1)
+      copy.strides[d] = static_cast<int64_t>(value.data[static_cast<size_t>(unit)]) - copy.offset;
+    unit *= shape[d];
+  }
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (size_t i = 0; i < value.data.size(); ++i) {
+    int64_t at = copy.offset;
+    for (size_t d = 0; d < shape.size(); ++d) at += idx[d] * copy.strides[d];
+    if (value.data[i] != static_cast<double>(at)) return std::nullopt;
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return copy;
+}
+
 }  // namespace
+
+int fold_copies(Graph& g) {
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const std::string& o : g.nodes[i].outputs) producer[o] = i;
+  auto links = [&](const Node& n) { return moves_data(g, n) || scales(g, n); };
+  int changed = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!links(g.nodes[i])) continue;
+    // The chain ends where something else reads the value (or the graph returns it).
+    const std::string& y = g.nodes[i].outputs[0];
+    bool read_otherwise = g.is_output(y);
+    for (size_t r : g.consumers(y)) read_otherwise = read_otherwise || !links(g.nodes[r]);
+    if (!read_otherwise) continue;
+    std::deque<size_t> chain{i};
+    for (;;) {
+      auto p = producer.find(g.nodes[chain.front()].inputs[0]);
+      if (p == producer.end() || !links(g.nodes[p->second])) break;
+      chain.push_front(p->second);
+    }
+    int copying = 0;
+    for (size_t k : chain) copying += copies(g, g.nodes[k]);
+    if (copying < 2) continue;
+    const std::string x = g.nodes[chain.front()].inputs[0];
+    double scale = 1.0;
+    std::optional<HostTensor> value =
+        probe(g, x, std::vector<size_t>(chain.begin(), chain.end()), &scale);
+    if (!value) continue;
+    std::optional<StridedCopy> copy = strided(*value);
+    if (!copy) continue;
+    Node& n = g.nodes[i];
+    n.op = kStridedCopy;
+    n.inputs = {x};
+    n.attrs.clear();
+    n.attrs["shape"] = copy->shape;
+    n.attrs["offset"] = copy->offset;
+    n.attrs["strides"] = copy->strides;
+    n.attrs["scale"] = scale;
+    ++changed;
+  }
+  if (changed > 0) eliminate_dead_nodes(g);
+  return changed;
+}
 
 int gather_channels(Graph& g) {
   const int changed = chains_to_gathers(g) + read_through(g) + drop_copies(g);
