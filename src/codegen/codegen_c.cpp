@@ -222,6 +222,13 @@ bool CEmitter::is_non_negative(const Expr& e) const {
   }
 }
 
+bool CEmitter::in_private_buffer(const Buffer& b, const Expr& index) const {
+  auto it = private_buffers_.find(b.get());
+  if (it == private_buffers_.end() || it->second != parallel_depth_) return false;
+  std::optional<IntRange> r = bound_of(index, loop_ranges_);
+  return r && r->min >= 0 && r->max < b->num_elements();
+}
+
 std::string CEmitter::vector_type(DType t, int64_t lanes) {
   std::string name = fmt::format("tsr_{}x{}", type_suffix(t), lanes);
   typedefs_.emplace(name, fmt::format("typedef {} {} __attribute__((vector_size({})));",
@@ -334,6 +341,21 @@ void CEmitter::emit_for(const ForNode& n) {
     throw_error("codegen: loop {} of {} iterations runs past 32-bit indices", name, n.extent);
   std::string end =
       cmin ? std::to_string(*cmin + n.extent) : fmt::format("{} + {}", mn.wrap(kPrecAdd), n.extent);
+  // The loop's range, for the bounds of the indices inside it (in_private_buffer).
+  std::optional<IntRange> saved_range;
+  if (auto it = loop_ranges_.find(n.var.get()); it != loop_ranges_.end()) saved_range = it->second;
+  if (std::optional<IntRange> r = bound_of(n.min, loop_ranges_)) {
+    loop_ranges_[n.var.get()] = {r->min, r->max + n.extent - 1};
+  } else {
+    loop_ranges_.erase(n.var.get());
+  }
+  auto restore_range = [&] {
+    if (saved_range) {
+      loop_ranges_[n.var.get()] = *saved_range;
+    } else {
+      loop_ranges_.erase(n.var.get());
+    }
+  };
   bool enters_parallel = false;
   bool enters_simd = false;
   switch (n.for_kind) {
@@ -357,7 +379,10 @@ void CEmitter::emit_for(const ForNode& n) {
         line(fmt::format("// {}: vectorized loop inside a simd loop, emitted serial", name));
         break;
       }
-      if (emit_vector_loop(*this, n) || emit_guarded_vector_loop(*this, n)) return;
+      if (emit_vector_loop(*this, n) || emit_guarded_vector_loop(*this, n)) {
+        restore_range();
+        return;
+      }
       // A store whose address ignores the loop var is a reduction; `omp simd` would race on it.
       if (has_invariant_store(n.body, n.var.get())) {
         line(fmt::format("// {}: vectorized loop stores to a fixed address, kept scalar", name));
@@ -376,6 +401,7 @@ void CEmitter::emit_for(const ForNode& n) {
   in_simd_ = was_simd;
   parallel_depth_ -= enters_parallel;
   restore_var(n.var.get(), std::move(previous));
+  restore_range();
   close();
 }
 
@@ -400,6 +426,10 @@ void CEmitter::emit_allocate(const AllocateNode& n) {
   std::optional<std::string> previous;
   if (auto it = buffer_names_.find(b.get()); it != buffer_names_.end()) previous = it->second;
   buffer_names_[b.get()] = name;
+  std::optional<int> previous_depth;
+  if (auto it = private_buffers_.find(b.get()); it != private_buffers_.end())
+    previous_depth = it->second;
+  private_buffers_[b.get()] = parallel_depth_;
   // Small buffers (caches and accumulators of a tile, allocated inside loops) live on the stack,
   // where the compiler can keep them in registers; large ones on the heap.
   if (b->num_elements() > kMaxIndex)
@@ -416,6 +446,11 @@ void CEmitter::emit_allocate(const AllocateNode& n) {
                      name, (bytes + 63) / 64 * 64));
   }
   emit(n.body);
+  if (previous_depth) {
+    private_buffers_[b.get()] = *previous_depth;
+  } else {
+    private_buffers_.erase(b.get());
+  }
   if (!on_stack) line(fmt::format("free({});", name));
   if (previous) {
     buffer_names_[b.get()] = *previous;

@@ -11,6 +11,7 @@
 #include "codegen/codegen_c.h"
 #include "te/expr_functor.h"
 #include "tir/program.h"
+#include "tir/simplify.h"
 
 namespace tessera::codegen_c_detail {
 
@@ -65,6 +66,10 @@ class CEmitter : private ExprFunctor<CExpr> {
   void restore_var(const VarNode* v, std::optional<VarBinding> previous);
   /// True if `e` is provably >= 0 (literals, non-negative loop vars, + * / % min max of those).
   bool is_non_negative(const Expr& e) const;
+  /// True where every value `index` takes over the enclosing loops' ranges lies in a buffer
+  /// allocated in this kernel, inside the innermost parallel loop around here (or with no parallel
+  /// loop at all): memory only this thread touches, which a whole vector may read and write back.
+  bool in_private_buffer(const Buffer& b, const Expr& index) const;
   /// The name of a GCC vector type of `lanes` elements of `t`; emits its typedef.
   std::string vector_type(DType t, int64_t lanes);
   /// The C function computing intrinsic f on type t (`expf`, `exp`, or a tsr_ helper).
@@ -121,6 +126,8 @@ class CEmitter : private ExprFunctor<CExpr> {
   std::set<std::string> used_names_;
   std::unordered_map<const VarNode*, std::string> var_names_;
   std::unordered_map<const VarNode*, VarBinding> bound_vars_;
+  RangeMap loop_ranges_;
+  std::unordered_map<const BufferNode*, int> private_buffers_;  // -> parallel depth at allocation
   std::unordered_map<const BufferNode*, std::string> buffer_names_;
   std::set<const BufferNode*> used_buffers_;
   std::set<const BufferNode*> stored_buffers_;

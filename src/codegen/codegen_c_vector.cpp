@@ -319,6 +319,14 @@ class VectorLoop {
     return code + "}";
   }
 
+  // Whether a masked block may move all lanes of a contiguous access: memory of this thread's
+  // own that every lane's index stays inside. The lanes outside the guard then read values that
+  // only flow into their own lanes, and stores write those lanes back unchanged.
+  bool whole_vector_in_private_buffer(const Buffer& b, const Expr& flat,
+                                      const std::optional<int64_t>& coef) const {
+    return coef && *coef == 1 && dtype_bytes(b->dtype) == 4 && em_.in_private_buffer(b, flat);
+  }
+
   // The AVX-512 names of a masked move of 16 lanes of type t, or nullptr.
   static const char* avx512_suffix(DType t) {
     if (t == DType::kFloat32) return "ps";
@@ -351,9 +359,14 @@ class VectorLoop {
   void emit_store(const StoreNode& n) {
     Expr flat = CEmitter::flat_index(n.buffer, n.indices);
     auto coef = affine_coefficient(flat, v_);
-    VExpr val = value(n.value);
     const std::string buf = em_.buffer_name(n.buffer, /*for_store=*/true);
     const std::string type = em_.vector_type(n.buffer->dtype, lanes_);
+    if (!mask_.empty() && reads_what_it_stores(n, flat) &&
+        whole_vector_in_private_buffer(n.buffer, flat, coef)) {
+      emit_private_masked_store(n, flat, buf, type);
+      return;
+    }
+    VExpr val = value(n.value);
     const std::string tmp = em_.fresh_name(buf + "_new");
     declare_vector(type, tmp, val);
     if (!mask_.empty()) {
@@ -379,6 +392,91 @@ class VectorLoop {
     }
   }
 
+  // Whether the stored value reads the element it overwrites (an accumulation), which has been
+  // written before; a first write keeps its masked store.
+  bool reads_what_it_stores(const StoreNode& n, const Expr& flat) const {
+    class Reads : public ExprVisitor {
+     public:
+      Reads(const StoreNode& store, const Expr& flat) : store_(store), flat_(flat) {}
+      bool found = false;
+
+     protected:
+      void visit_(const LoadNode& load, const Expr& self) override {
+        found |= load.buffer.get() == store_.buffer.get() &&
+                 same_expr(CEmitter::flat_index(load.buffer, load.indices), flat_);
+        ExprVisitor::visit_(load, self);
+      }
+      using ExprVisitor::visit_;
+
+     private:
+      const StoreNode& store_;
+      const Expr& flat_;
+    };
+    Reads reads(n, flat);
+    reads.visit(n.value);
+    return reads.found;
+  }
+
+  // `old + a * b` where old is what the store overwrites: the accumulation of a product's tile.
+  const MulNode* accumulated_product(const StoreNode& n, const Expr& flat) const {
+    const auto* add = n.value.as<AddNode>();
+    if (!add) return nullptr;
+    for (const auto& [acc, rest] : {std::pair{add->a, add->b}, std::pair{add->b, add->a}}) {
+      const auto* load = acc.as<LoadNode>();
+      const auto* mul = rest.as<MulNode>();
+      if (load && mul && load->buffer.get() == n.buffer.get() &&
+          same_expr(CEmitter::flat_index(load->buffer, load->indices), flat)) {
+        return mul;
+      }
+    }
+    return nullptr;
+  }
+
+  // A masked block's store to this thread's own memory: every lane is loaded, the lanes outside
+  // the guard keep what they held, and the whole vector is stored, so that an accumulator tile
+  // stays in registers (a masked store does not forward to the next load). An accumulation of a
+  // product is one FMA under the AVX-512 mask, which leaves those lanes as they were.
+  void emit_private_masked_store(const StoreNode& n, const Expr& flat, const std::string& buf,
+                                 const std::string& type) {
+    const std::string at = fmt::format("&{}[{}]", buf, em_.print(flat).text);
+    const std::string old = em_.fresh_name(buf + "_old");
+    em_.line(fmt::format("{} {};", type, old));
+    em_.line(fmt::format("__builtin_memcpy(&{}, {}, sizeof({}));", old, at, old));
+    const bool f32 = n.buffer->dtype == DType::kFloat32;
+    const std::string bits = em_.vector_type(DType::kInt32, lanes_);
+    auto blend = [&](const std::string& merged) {
+      em_.line(fmt::format("{0} = ({1})((({2}){3} & {4}) | (({2}){0} & ~{4}));", old, type, bits,
+                           merged, mask_));
+    };
+    const MulNode* product = f32 && !avx512_mask_.empty() ? accumulated_product(n, flat) : nullptr;
+    if (product) {
+      const std::string a = em_.fresh_name(buf + "_a"), b = em_.fresh_name(buf + "_b");
+      declare_vector(type, a, value(product->a));
+      declare_vector(type, b, value(product->b));
+      em_.line("#if defined(__AVX512F__)");
+      em_.line(
+          fmt::format("{0} = ({1})_mm512_mask3_fmadd_ps((__m512){2}, (__m512){3}, (__m512){0}, "
+                      "{4});",
+                      old, type, a, b, avx512_mask_));
+      em_.line("#else");
+      blend(fmt::format("({} + {} * {})", old, a, b));
+      em_.line("#endif");
+    } else {
+      const std::string merged = em_.fresh_name(buf + "_new");
+      declare_vector(type, merged, value(n.value));
+      if (!avx512_mask_.empty()) {
+        em_.line("#if defined(__AVX512F__)");
+        em_.line(fmt::format("{0} = ({1})_mm512_mask_mov_{2}(({3}){0}, {4}, ({3}){5});", old, type,
+                             f32 ? "ps" : "epi32", f32 ? "__m512" : "__m512i", avx512_mask_,
+                             merged));
+        em_.line("#else");
+      }
+      blend(merged);
+      if (!avx512_mask_.empty()) em_.line("#endif");
+    }
+    em_.line(fmt::format("__builtin_memcpy({}, &{}, sizeof({}));", at, old, old));
+  }
+
   std::string emit_load(const LoadNode& n) {
     Expr flat = CEmitter::flat_index(n.buffer, n.indices);
     auto coef = affine_coefficient(flat, v_);
@@ -386,7 +484,7 @@ class VectorLoop {
     const std::string type = em_.vector_type(n.buffer->dtype, lanes_);
     const std::string tmp = em_.fresh_name(buf + "_vec");
     em_.line(fmt::format("{} {};", type, tmp));
-    if (!mask_.empty()) {
+    if (!mask_.empty() && !whole_vector_in_private_buffer(n.buffer, flat, coef)) {
       // Lanes that fail the guard read nothing (their addresses may be out of bounds) and hold 0.
       emit_masked_move(
           coef && *coef == 1, n.buffer->dtype,

@@ -272,6 +272,91 @@ TEST(CodegenC, MaskedTailKeepsPartialSumsOfLanesPastTheEnd) {
   }
 }
 
+// A masked tail accumulating into a buffer of the kernel's own moves whole vectors there (a masked
+// store would keep a product's accumulator tile out of registers), the lanes past the end keeping
+// what they held: here those lanes of row 0 are row 1's first columns, so a lane that wrote
+// shows in row 1.
+// A buffer the lanes could run past, or one the threads of a parallel loop share, stays masked.
+TEST(CodegenC, MaskedTailMovesWholeVectorsOfItsOwnBuffers) {
+  constexpr int kN = 21, kK = 5;
+  Buffer a = make_buffer("A", kF32, {2, kK});
+  Buffer b = make_buffer("B", kF32, {kK, 32});
+  Buffer c = make_buffer("C", kF32, {2, kN});
+  Buffer d = make_buffer("D", kF32, {2, kN});
+  auto program = [&](int64_t elements, ForKind row_kind) {
+    Buffer acc = make_buffer("acc", kF32, {elements});
+    Buffer sum = make_buffer("sum", kF32, {elements});
+    Var r("r"), k("k"), jo("jo"), ji("ji"), wo("wo"), wi("wi");
+    Expr j = jo * 16 + ji, w = wo * 16 + wi;
+    auto lanes = [&](Var& outer, Var& inner, Expr col, Stmt body) {
+      return make_for(outer, 0, 2, kSerial,
+                      make_for(inner, 0, 16, kVectorized, make_if(col < kN, std::move(body))));
+    };
+    Expr at = r * kN + j;
+    Stmt init = lanes(jo, ji, j,
+                      make_seq({make_store(acc, {at}, make_float(0.0, kF32)),
+                                make_store(sum, {at}, make_float(0.0, kF32))}));
+    Stmt update = make_for(
+        k, 0, kK, kSerial,
+        lanes(jo, ji, j,
+              make_seq(
+                  {make_store(acc, {at},
+                              make_load(acc, {at}) + make_load(a, {r, k}) * make_load(b, {k, j})),
+                   make_store(sum, {at}, make_load(sum, {at}) + make_load(b, {k, j}) + 1.0)})));
+    Expr out = r * kN + w;
+    Stmt write_back = lanes(wo, wi, w,
+                            make_seq({make_store(c, {r, w}, make_load(acc, {out})),
+                                      make_store(d, {r, w}, make_load(sum, {out}))}));
+    // Every row is set up before any is updated, so that row 0's lanes past the end meet row 1.
+    Stmt rows = make_seq({make_for(r, 0, 2, row_kind, init), make_for(r, 0, 2, row_kind, update),
+                          make_for(r, 0, 2, row_kind, write_back)});
+    return make_program("own_tail", {a, b}, {c, d}, make_allocate(acc, make_allocate(sum, rows)));
+  };
+  std::string own = codegen_c(program(64, kSerial));
+  for (const char* piece :
+       {"_mm512_mask3_fmadd_ps", "_mm512_mask_mov_ps", "_mm512_mask_storeu_ps(&C"})
+    EXPECT_NE(own.find(piece), std::string::npos) << piece << " not in\n" << own;
+  // The first writes (zeros) stay masked stores; the accumulations are not.
+  EXPECT_EQ(count(own, "_mm512_mask_storeu_ps(&acc"), 1u) << own;
+  EXPECT_EQ(count(own, "_mm512_mask_storeu_ps(&sum"), 1u) << own;
+  for (size_t at = own.find("_mm512_maskz_loadu_ps("); at != std::string::npos;
+       at = own.find("_mm512_maskz_loadu_ps(", at + 1)) {
+    std::string line = own.substr(at, own.find('\n', at) - at);
+    EXPECT_EQ(line.find("&acc["), std::string::npos) << line;
+  }
+  std::string past_the_end = codegen_c(program(2 * kN, kSerial));
+  EXPECT_EQ(count(past_the_end, "_mm512_mask_storeu_ps(&acc"), 2u) << past_the_end;
+  std::string shared = codegen_c(program(64, kParallel));
+  EXPECT_EQ(count(shared, "_mm512_mask_storeu_ps(&acc"), 2u) << shared;
+  for (const char* flag : {"", "-mno-avx512f", "-mno-avx2"}) {
+    SCOPED_TRACE(flag);
+    CompileOptions options;
+    options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
+    if (*flag) options.flags.push_back(flag);
+    Module mod = Module::compile(own, options);
+    // An infinity in row 0: times the zero a lane past the end loads, NaN, were it stored.
+    NDArray av = random_array(a, 3), bv = random_array(b, 4);
+    av.set(0, std::numeric_limits<double>::infinity());
+    NDArray cv = NDArray::empty(c->shape, kF32), dv = NDArray::empty(d->shape, kF32);
+    mod.run({&av, &bv, &cv, &dv});
+    for (int64_t row = 0; row < 2; ++row) {
+      for (int64_t col = 0; col < kN; ++col) {
+        double product = 0, plus_one = 0;
+        for (int64_t kk = 0; kk < kK; ++kk) {
+          product += av.get(row * kK + kk) * bv.get(kk * 32 + col);
+          plus_one += bv.get(kk * 32 + col) + 1;
+        }
+        if (std::isinf(product)) {
+          EXPECT_EQ(cv.get(row * kN + col), product) << row << " " << col;
+        } else {
+          EXPECT_NEAR(cv.get(row * kN + col), product, 1e-5) << row << " " << col;
+        }
+        EXPECT_NEAR(dv.get(row * kN + col), plus_one, 1e-5) << row << " " << col;
+      }
+    }
+  }
+}
+
 // No vector sqrtf and friends without -ffast-math: the argument is one vector, the calls go lane by
 // lane, and the rest of the body stays vector code; float exp and sigmoid are computed on the
 // whole vector. A call that does not vary with the loop stays scalar.
