@@ -53,7 +53,11 @@ class TailPartitioner : public StmtMutator {
     const VarNode* v = n.var.get();
     const int64_t lo = *start, end = *start + n.extent;
     GuardCount all = count_guards(n.body, v);
-    if (all.guards == 0 || !all.has_loop) return with_range(n, self, IntRange{lo, end - 1});
+    if (all.guards == 0) return with_range(n, self, IntRange{lo, end - 1});
+    if (!all.has_loop) {
+      if (std::optional<Stmt> shortened = shorten_to_guard(n, lo, end)) return *shortened;
+      return with_range(n, self, IntRange{lo, end - 1});
+    }
     // Guards left when l runs over [lo, t): a count that can only grow with t.
     auto left = [&](int64_t t) {
       RangeMap r = ranges_;
@@ -91,6 +95,32 @@ class TailPartitioner : public StmtMutator {
     ranges_ = std::move(saved);
     if (body.same_as(n.body)) return self;
     return make_for(n.var, n.min, n.extent, n.for_kind, body);
+  }
+
+  // An innermost loop that is one guard holding on its first iterations and failing on the rest
+  // (a tile's write-back past the end of a row): those first iterations, unguarded.
+  std::optional<Stmt> shorten_to_guard(const ForNode& n, int64_t lo, int64_t end) {
+    const auto* guard = n.body.as<IfThenElseNode>();
+    if (!guard || guard->else_case.defined()) return std::nullopt;
+    const VarNode* v = n.var.get();
+    auto holds = [&](int64_t first, int64_t last, int64_t want) {
+      RangeMap r = ranges_;
+      r[v] = {first, last};
+      const Expr cond = simplify(guard->cond, r);
+      const int64_t* c = as_const_int(cond);
+      return c && (*c != 0) == (want != 0);
+    };
+    if (!holds(lo, lo, 1)) return std::nullopt;
+    int64_t good = lo + 1, bad = end + 1;  // holds on [lo, good); not on [lo, bad)
+    while (bad - good > 1) {
+      int64_t mid = good + (bad - good) / 2;
+      (holds(lo, mid - 1, 1) ? good : bad) = mid;
+    }
+    if (good < end && !holds(good, end - 1, 0)) return std::nullopt;
+    RangeMap head = ranges_;
+    head[v] = {lo, good - 1};
+    return make_for(n.var, n.min, good - lo, n.for_kind,
+                    partition_under(simplify(guard->then_case, head), head));
   }
 
   Stmt partition_under(const Stmt& s, const RangeMap& ranges) {

@@ -48,9 +48,11 @@ TEST(PartitionTailGuards, FullTilesLoseTheGuardAndTheParallelLoopStaysOne) {
   std::string text = print_program(q);
   EXPECT_EQ(count(text, "parallel for io in 0..3"), 1) << text;
   EXPECT_NE(text.find("if (io < 2) {"), std::string::npos) << text;
-  // One copy of the update without the guard (io 0 and 1), one with it (io 2).
+  // One copy of the update for io 0 and 1, one for io 2, whose innermost loop stops at row 10
+  // instead of testing the guard.
   EXPECT_EQ(count(text, "B[io*4 + ii, k] = "), 2) << text;
-  EXPECT_EQ(count(text, "io*4 + ii < 10"), 1) << text;
+  EXPECT_EQ(count(text, "for ii in 0..2 {"), 1) << text;
+  EXPECT_EQ(count(text, "io*4 + ii < 10"), 0) << text;
   expect_same_values(p, q);
 }
 
@@ -77,7 +79,7 @@ TEST(PartitionTailGuards, TwoTailsNestAndGuardsThatHoldNowhereFirstStay) {
   expect_same_values(p, q);
 
   // A padding guard fails at the first iteration: nothing to gain, the loop is left alone. So is
-  // a guard with no loop under it, which is tested once per iteration anyway.
+  // a guard with no loop under it that holds again after it fails.
   for (const char* text_in : {"program f(A: float32[10]) -> (B: float32[12]) {\n"
                               "  for o in 0..3 {\n"
                               "    for i in 0..4 {\n"
@@ -88,8 +90,8 @@ TEST(PartitionTailGuards, TwoTailsNestAndGuardsThatHoldNowhereFirstStay) {
                               "  }\n"
                               "}\n",
                               "program f(A: float32[10]) -> (B: float32[10]) {\n"
-                              "  for o in 0..3 {\n"
-                              "    if (o < 2) {\n"
+                              "  for o in 0..6 {\n"
+                              "    if (o < 2 || o > 3) {\n"
                               "      B[o] = A[o]\n"
                               "    }\n"
                               "  }\n"
@@ -97,6 +99,29 @@ TEST(PartitionTailGuards, TwoTailsNestAndGuardsThatHoldNowhereFirstStay) {
     Program r = parse_program(text_in);
     EXPECT_TRUE(partition_tail_guards(r.body).same_as(r.body)) << text_in;
   }
+}
+
+// The tail tile's write-back: in the last column block the innermost loop holds its guard on the
+// first 5 columns and fails it on the rest, so it runs those 5 and tests nothing.
+TEST(PartitionTailGuards, AnInnermostLoopStopsWhereItsGuardStartsFailing) {
+  Program p = parse_program(
+      "program f(A: float32[3, 21]) -> (B: float32[3, 21]) {\n"
+      "  for i in 0..3 {\n"
+      "    for jo in 0..3 {\n"
+      "      for ji in 0..8 {\n"
+      "        if (jo*8 + ji < 21) {\n"
+      "          B[i, jo*8 + ji] = A[i, jo*8 + ji]*2.0f\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "  }\n"
+      "}\n");
+  Program q = with_body(p, partition_tail_guards(p.body));
+  std::string text = print_program(q);
+  EXPECT_NE(text.find("if (jo < 2) {"), std::string::npos) << text;
+  EXPECT_NE(text.find("for ji in 0..5 {"), std::string::npos) << text;
+  EXPECT_EQ(count(text, "< 21"), 0) << text;
+  expect_same_values(p, q);
 }
 
 }  // namespace
