@@ -488,6 +488,8 @@ class VectorLoop {
     const std::string type = em_.vector_type(n.buffer->dtype, lanes_);
     const std::string tmp = em_.fresh_name(buf + "_vec");
     em_.line(fmt::format("{} {};", type, tmp));
+    // In this thread's own buffers the lanes that fail the guard read what is there, which only
+    // reaches their own lanes.
     if (!mask_.empty() && !whole_vector_in_private_buffer(n.buffer, flat, coef)) {
       // Lanes that fail the guard read nothing (their addresses may be out of bounds) and hold 0.
       emit_masked_move(
