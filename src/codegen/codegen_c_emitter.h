@@ -1,4 +1,5 @@
-/// Internal to codegen: the C emitter shared by codegen_c.cpp and codegen_c_vector.cpp.
+/// Internal to codegen: the C emitter shared by codegen_c.cpp and the vector path
+/// (codegen_c_vector*.cpp).
 #pragma once
 
 #include <cstdint>
