@@ -231,7 +231,11 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   // A row of at most half the columns the registers hold takes two rows into the tile, so that
   // each weight vector feeds as many pixels: the DCGAN generator's 4x4 phases (512 -> 256, 2x2)
   // 436 -> 536 GFLOP/s warm, 252 -> 296 with the weights flushed (AMD EPYC, Zen 5, 2 threads).
-  if (!few_registers && !few_channels && 2 * columns <= most) c.value("tile_oh", {{2}, {1}});
+  // The widest tile counts, not the 8 columns: a 7-wide row's 2 x 7 tile holds 14 of its 28
+  // accumulators, and ResNet-50's 7x7 layers, whose weights stream from memory in the model,
+  // ran 345 (3x3, 512 -> 512) and 367 GFLOP/s (1x1, 512 -> 2048) there against 467 and 452 as
+  // the tuner's 28-accumulator tiles (Zen 5, 2 threads).
+  if (!few_registers && !few_channels && 2 * columns <= widest) c.value("tile_oh", {{2}, {1}});
   c.label("unroll_kw", few_channels && per_column * most >= 16 ? "off" : "on");
   // On AVX-512 an image's few channels take rows in the tile as well: two blocks of 2 columns x
   // 4 rows. Measured alone against the tiles above (AMD EPYC, Zen 5, 2 threads): ResNet-18's

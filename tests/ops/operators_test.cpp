@@ -200,8 +200,9 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
        {"split(oc, 2)", wide ? "split(x, 14)" : "split(x, 6)",
         "reverse_compute_at(epilogue, x.outer)", "parallel(y.outer)",
         wide ? "parallel(c)" : "compute_at(pad, y.outer)"}},
+      // A 7-wide row: AVX-512 takes two rows of it into the tile (28 accumulators).
       {"conv2d_nchwc:N=1,C=512,H=7,W=7,O=512,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
-       {"split(x, 7)", "parallel(oc.outer)", "parallel(c)"}},
+       {"split(x, 7)", wide ? "split(y, 2)" : "split(y, 1)", "parallel(oc.outer)", "parallel(c)"}},
       // An image's three channels: on AVX2 each input value feeds four blocks of 2 columns, the
       // window unrolled; on AVX-512 two blocks of 2 columns x 4 rows, the window rolled.
       {"conv2d_nchwc:N=1,C=3,H=224,W=224,O=64,K=7,S=2,P=3,CB=8,BIAS=1,ACT=1",
