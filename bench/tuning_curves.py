@@ -110,7 +110,7 @@ def main():
     p.add_argument("--out", default="docs/tuning-curves", help="prefix of the .csv and .png written")
     args = p.parse_args()
 
-    fields = ["workload", "tuner", "seed", "trial", "best_gflops", "first"]
+    fields = ["workload", "tuner", "seed", "trial", "best_gflops", "first", "batch"]
     path = args.out + ".csv"
     rows = []
     if os.path.exists(path):
@@ -122,10 +122,19 @@ def main():
             rows = [dict(r, seed=int(r["seed"]), trial=r["trial"] if r["trial"] == "seconds" else int(r["trial"]),
                          best_gflops=r["best_gflops"] if r["trial"] == "seconds" else float(r["best_gflops"]))
                     for r in reader]
+            # Curves of another batch size are not the same experiment, and nothing else in a row
+            # says which it had.
+            if "batch" not in (reader.fieldnames or []):
+                sys.exit(f"{path} has no 'batch' column: add one with the --batch its runs used, or "
+                         "pass a new --out")
         others = {r["first"] for r in rows} - {args.first}
         if others:
             sys.exit(f"{path} holds runs with --first {', '.join(sorted(others))}; pass a new --out for "
                      f"--first {args.first}")
+        batches = {int(r["batch"]) for r in rows} - {args.batch}
+        if batches:
+            sys.exit(f"{path} holds runs with --batch {', '.join(map(str, sorted(batches)))}; pass that "
+                     f"--batch or a new --out")
     done = {(r["workload"], r["tuner"], r["seed"]) for r in rows if r["trial"] == "seconds"}
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     for w in args.workloads:
@@ -136,10 +145,11 @@ def main():
                 r = tune(args.tessera, w, t, s, args.trials, args.batch, args.threads, args.first)
                 print(f"{w} {t} seed {s}: best {r['best_gflops']:.1f} GFLOP/s after {r['trials']} trials, "
                       f"{r['seconds']:.0f} s ({r['tuner_seconds']:.0f} s model and search)", file=sys.stderr)
-                run = [{"workload": w, "tuner": t, "seed": s, "trial": i + 1, "best_gflops": g, "first": args.first}
-                       for i, g in enumerate(r["best_curve"])]
+                run = [{"workload": w, "tuner": t, "seed": s, "trial": i + 1, "best_gflops": g, "first": args.first,
+                        "batch": args.batch} for i, g in enumerate(r["best_curve"])]
                 run.append({"workload": w, "tuner": t, "seed": s, "trial": "seconds",
-                            "best_gflops": f"{r['seconds']:.1f}/{r['tuner_seconds']:.1f}", "first": args.first})
+                            "best_gflops": f"{r['seconds']:.1f}/{r['tuner_seconds']:.1f}", "first": args.first,
+                            "batch": args.batch})
                 new_file = not os.path.exists(path)
                 with open(path, "a", newline="") as f:
                     writer = csv.DictWriter(f, fieldnames=fields)
