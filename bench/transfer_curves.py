@@ -7,7 +7,10 @@ Every run starts from a copy of the source DB (records of the source workloads o
 never see each other's records. The source DB is --source-db, or, with --source-tasks, one that
 `tessera tune-all` fills first (--source-trials per task, no transfer, kept as OUT-source.db and
 reused when it exists). Writes a CSV, a PNG (one panel per target), a Markdown table and prints
-the trials each variant needs to reach 90% of the no-transfer run's final best. The issue's
+the trials each variant needs to reach 90% of the no-transfer run's final best. The variants
+`treegru-none` and `treegru` are the TreeGRU from scratch and from a TreeGRU pretrained on the
+source DB (`tessera pretrain --tuner treegru`, kept as OUT-source.gru), each compared with the
+TreeGRU's own no-transfer run. The issue's
 experiment (source C1-C6, targets C7-C9 and matmul 1024; hours on 2 cores):
 
   python3 bench/transfer_curves.py --source-tasks bench/workloads/transfer-source.txt \\
@@ -35,9 +38,16 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tuning_curves import plot  # noqa: E402
 
-# variant -> (transfer, features)
-VARIANTS = {"none": ("off", "relation"), "knob": ("on", "knob"), "context": ("on", "context"),
-            "relation": ("on", "relation")}
+# variant -> (tuner, transfer, features); the TreeGRU transfers through a model pretrained on the
+# source DB rather than the DB's global model.
+VARIANTS = {"none": ("xgb", "off", "relation"), "knob": ("xgb", "on", "knob"),
+            "context": ("xgb", "on", "context"), "relation": ("xgb", "on", "relation"),
+            "treegru-none": ("treegru", "off", "relation"), "treegru": ("treegru", "pretrained", "relation")}
+
+
+def baseline(variant):
+    """The no-transfer variant of the same cost model, which a variant's curve is compared with."""
+    return "treegru-none" if VARIANTS[variant][0] == "treegru" else "none"
 
 
 def kept_db(args, workload, variant, seed):
@@ -60,11 +70,18 @@ def tune(args, workload, variant, seed):
 
 
 def run_tune(args, workload, variant, seed, db):
-    transfer, features = VARIANTS[variant]
+    tuner, transfer, features = VARIANTS[variant]
     shutil.copy(args.source_db, db)
     cmd = [args.tessera, "tune", workload, "--seed", str(seed), "--trials", str(args.trials),
-           "--batch", str(args.batch), "--db", db, "--transfer", transfer, "--features", features,
-           "--json", "--retime", "0"]  # the curves come from the records; --retime N is below
+           "--batch", str(args.batch), "--db", db, "--tuner", tuner, "--features", features,
+           "--json", "--retime", "0",  # the curves come from the records; --retime N is below
+           "--first", args.first]
+    if transfer == "pretrained":
+        cmd += ["--pretrained", pretrained_treegru(args)]
+    else:
+        # The xgb runs never start from the model shipped with tessera: the source DB is the
+        # only prior they may use.
+        cmd += ["--transfer", transfer, "--pretrained", "none"]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     if args.transfer_n0:
@@ -74,9 +91,10 @@ def run_tune(args, workload, variant, seed, db):
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     r = json.loads(out)
     t = r.get("transfer", {})
+    prior = (f"pretrained model {t.get('model', '')}" if t.get("pretrained")
+             else f"global model on {t.get('records', 0)} records")
     print(f"{workload} {variant} seed {seed}: best {r['best_gflops']:.1f} GFLOP/s after {r['trials']} "
-          f"trials, {r['seconds']:.0f} s, global model on {t.get('records', 0)} records",
-          file=sys.stderr, flush=True)
+          f"trials, {r['seconds']:.0f} s, {prior}", file=sys.stderr, flush=True)
     return r
 
 
@@ -141,6 +159,18 @@ def build_source(args):
     return db
 
 
+def pretrained_treegru(args):
+    """A TreeGRU trained on the source DB's records, made once and kept beside the outputs."""
+    model = args.out + "-source.gru"
+    if not os.path.exists(model):
+        cmd = [args.tessera, "pretrain", "--db", args.source_db, "--tuner", "treegru", "-o",
+               model + ".partial", "--seed", "0"]
+        print("+", " ".join(cmd), file=sys.stderr, flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        os.replace(model + ".partial", model)
+    return model
+
+
 def trials_to_reach(curve, level):
     for i, g in enumerate(curve):
         if g >= level:
@@ -161,6 +191,9 @@ def main():
     p.add_argument("--trials", type=int, default=300)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--first", choices=["tuner", "default"], default="tuner",
+                   help="tuner (default): every run starts from its own proposals, so that the first "
+                   "trials show what the prior knows; default: from tessera's default configuration")
     p.add_argument("--out", default="docs/transfer-curves", help="prefix of the .csv and .png written")
     p.add_argument("--transfer-n0", type=float, default=0, help="passed to tessera tune (0: its default)")
     p.add_argument("--transfer-epsilon", type=float, default=None,
@@ -235,28 +268,29 @@ def write_csv(out, rows):
 def report(args, rows, curves, out, note=""):
     plot(rows, args.targets, "variant", args.variants, args.seeds, out)
 
-    # Trials to 90% and to 100% of the no-transfer run's final best (same seed): the first is what
-    # the issue reports, the second what its goal compares.
-    table = ["| target | seed | no-transfer best | " +
+    # Trials to 90% and to 100% of the no-transfer run's final best (same seed, same cost model):
+    # the first is what the issue reports, the second what its goal compares.
+    bases = [b for b in ("none", "treegru-none") if b in args.variants]
+    table = ["| target | seed | " + " | ".join(f"{b} best" for b in bases) + " | " +
              " | ".join(f"{v}: trials to 90% / 100%" for v in args.variants) + " |",
-             "|---|---|---|" + "---|" * len(args.variants)]
+             "|---|---|" + "---|" * (len(bases) + len(args.variants))]
     for w in args.targets:
         for s in args.seeds:
-            base = curves.get((w, "none", s))
-            if not base:
+            if not any(curves.get((w, b, s)) for b in bases):
                 continue
-            cells = []
+            cells = [f"{curves[(w, b, s)][-1]:.1f}" if curves.get((w, b, s)) else "-" for b in bases]
             for v in args.variants:
-                c = curves.get((w, v, s))
-                if not c:
+                c, base = curves.get((w, v, s)), curves.get((w, baseline(v), s))
+                if not c or not base:
                     cells.append("-")
                     continue
                 reach = [trials_to_reach(c, f * base[-1]) for f in (0.9, 1.0)]
                 cells.append(" / ".join(str(t) if t else f">{len(c)}" for t in reach))
-            table.append(f"| `{w}` | {s} | {base[-1]:.1f} | " + " | ".join(cells) + " |")
+            table.append(f"| `{w}` | {s} | " + " | ".join(cells) + " |")
     print("\n".join(table))
     with open(out + ".md", "w") as f:
-        f.write(f"{args.trials} trials, batch {args.batch}, {args.threads or 'all'} threads, source "
+        f.write(f"{args.trials} trials, batch {args.batch}, {args.threads or 'all'} threads, first trials "
+                f"from the {'tuner' if args.first == 'tuner' else 'default configuration'}, source "
                 f"{args.source_tasks or args.source_db}. {note}\n\n" + "\n".join(table) + "\n")
     print(f"wrote {out}.csv, {out}.md and {out}.png", file=sys.stderr)
 
