@@ -272,6 +272,7 @@ OpDef resize_row(std::string name, std::vector<std::string> attributes) {
     Tensor in = placeholder(s.in, DType::kFloat32, "in");
     Tensor cur = in;
     std::vector<int64_t> shape = s.in;
+    std::string threads;  // the passes before the last share the cores as the last does
     for (size_t p = 0; p < passes.size(); ++p) {
       const size_t k = passes[p];
       const bool last = p + 1 == passes.size();
@@ -279,29 +280,52 @@ OpDef resize_row(std::string name, std::vector<std::string> attributes) {
       std::vector<std::string> names = axis_names(rank);
       if (!last)
         for (std::string& name : names) name = fmt::format("p{}_{}", p, name);
+      // The taps of each output index along k, in tables of out[k] entries computed first: the
+      // C compiler left the same arithmetic inside the row loop when it was written there, which
+      // ran 21 classes' 224 x 224 rows at a third of the speed (Xeon, AVX-512).
+      auto table = [&](const char* what, const std::function<Expr(Expr, Expr)>& of) {
+        return compute({s.out[k]},
+                       [&](const std::vector<Var>& y) {
+                         Expr c = source_coordinate(s, k, cast(DType::kFloat32, Expr(y[0])));
+                         c = min(max(c, f32(0.0)), f32(static_cast<double>(s.in[k] - 1)));
+                         Expr t = cast(DType::kInt32, c);
+                         return of(t, c - cast(DType::kFloat32, t));
+                       },
+                       fmt::format("pass{}_{}", p, what), {fmt::format("t{}_{}", p, what)});
+      };
+      Tensor lo, hi, weight;
+      if (s.mode == Interpolation::kLinear) {
+        lo = table("lo", [](Expr t, Expr) { return t; });
+        hi = table("hi",
+                   [&](Expr t, Expr) { return min(t + 1, Expr(static_cast<int>(s.in[k] - 1))); });
+        weight = table("weight", [](Expr, Expr frac) { return frac; });
+      } else {
+        lo = table("index", [&](Expr t, Expr frac) {
+          Expr up;
+          if (s.rounding == "simple" && s.scales[k] < 1) up = frac > f32(0.0);
+          if (s.rounding == "ceil") up = frac > f32(0.0);
+          if (s.rounding == "round_prefer_floor") up = frac > f32(0.5);
+          if (s.rounding == "round_prefer_ceil") up = frac >= f32(0.5);
+          return up.defined() ? t + select(up, Expr(1), Expr(0)) : t;
+        });
+      }
       cur = compute(
           shape,
           [&](const std::vector<Var>& at) {
-            Expr c = source_coordinate(s, k, cast(DType::kFloat32, Expr(at[k])));
-            c = min(max(c, f32(0.0)), f32(static_cast<double>(s.in[k] - 1)));
-            Expr t = cast(DType::kInt32, c);
-            Expr frac = c - cast(DType::kFloat32, t);
             std::vector<Expr> src(at.begin(), at.end());
-            if (s.mode == Interpolation::kLinear) {
-              src[k] = t;
-              Expr lo = cur(src);
-              src[k] = min(t + 1, Expr(static_cast<int>(s.in[k] - 1)));
-              return lo * (f32(1.0) - frac) + cur(src) * frac;
-            }
-            Expr up;
-            if (s.rounding == "simple" && s.scales[k] < 1) up = frac > f32(0.0);
-            if (s.rounding == "ceil") up = frac > f32(0.0);
-            if (s.rounding == "round_prefer_floor") up = frac > f32(0.5);
-            if (s.rounding == "round_prefer_ceil") up = frac >= f32(0.5);
-            src[k] = up.defined() ? t + select(up, Expr(1), Expr(0)) : t;
-            return cur(src);
+            src[k] = lo(std::vector<Expr>{Expr(at[k])});
+            if (s.mode != Interpolation::kLinear) return cur(src);
+            Expr frac = weight(std::vector<Expr>{Expr(at[k])});
+            Expr low = cur(src);
+            src[k] = hi(std::vector<Expr>{Expr(at[k])});
+            return low * (f32(1.0) - frac) + cur(src) * frac;
           },
           last ? "out" : fmt::format("pass{}", p), names);
+      if (!last && rank >= 2 && num_elements(shape) >= (int64_t{1} << 15)) {
+        threads +=
+            fmt::format("{}fuse({}, {}) ; parallel({}.{}.fused)", threads.empty() ? "" : " ; ",
+                        names[0], names[1], names[0], names[1]);
+      }
     }
     if (passes.empty()) {
       cur = compute(
@@ -309,7 +333,7 @@ OpDef resize_row(std::string name, std::vector<std::string> attributes) {
           [&](const std::vector<Var>& at) { return in(std::vector<Expr>(at.begin(), at.end())); },
           "out", axis_names(rank));
     }
-    return finish_kernel("resize", {in, cur});
+    return finish_kernel("resize", {in, cur}, threads);
   };
   return d;
 }
