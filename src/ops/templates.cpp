@@ -400,10 +400,12 @@ namespace {
 
 // The blocked convolutions' parallel choice (0 off, 1 the `first` loop, 2 `first` fused with
 // `second`) and padding choice (root, at_row: per y.outer row tile, inline, or none).
-// `pad_channel` names the pad stage's channel loop, parallel when the padding runs at the root.
+// `pad_channel` names the pad stage's channel loop, parallel when the padding runs at the root,
+// and `pad_block` its loop over a block's channels.
 void place_parallel_and_padding(std::vector<ProgramStrategy>* steps, const std::string& first,
                                 const std::string& second, int64_t parallel_mode,
-                                const std::string& pad_label, const std::string& pad_channel) {
+                                const std::string& pad_label, const std::string& pad_channel,
+                                const std::string& pad_block) {
   // Fused first, so that padding computed per row lands inside the fused loop whichever order.
   std::string row = "y.outer";
   if (parallel_mode == 2) {
@@ -415,6 +417,10 @@ void place_parallel_and_padding(std::vector<ProgramStrategy>* steps, const std::
   if (pad_label == "at_row") steps->push_back(compute_at("pad", row));
   if (pad_label == "inline") steps->push_back(compute_inline("pad"));
   if (parallel_mode != 0 && pad_label == "root") steps->push_back(parallel(pad_channel));
+  // A copied pixel is a block of channels under one test of its row and column: one vector.
+  // Left to the C compiler the copy stayed scalar (its load sits behind the test), 39% of a
+  // grouped convolution's time with 16 channels per group (RegNet-Y-400MF's 3x3 layers).
+  if (pad_label == "root" || pad_label == "at_row") steps->push_back(try_(vectorize(pad_block)));
 }
 
 void place_epilogue(std::vector<ProgramStrategy>* steps, const std::string& stage,
@@ -486,7 +492,7 @@ ConfigSpace conv2d_nchwc_space(const Workload& w) {
     if (epilogue)
       place_epilogue(&steps, "conv", sp.label(c, "epilogue"), sp.value0(c, "parallel") != 0);
     place_parallel_and_padding(&steps, first, second, sp.value0(c, "parallel"), sp.label(c, "pad"),
-                               "c");
+                               "c", "b");
     return seq_all(steps);
   };
   return ConfigSpace(w.text(), std::move(knobs), instantiate);
@@ -586,7 +592,7 @@ ConfigSpace depthwise_nchwc_space(const Workload& w) {
     if (epilogue)
       place_epilogue(&steps, "dwconv", sp.label(cfg, "epilogue"), sp.value0(cfg, "parallel") != 0);
     place_parallel_and_padding(&steps, first, second, sp.value0(cfg, "parallel"),
-                               sp.label(cfg, "pad"), "pad.c");
+                               sp.label(cfg, "pad"), "pad.c", "pad.b");
     return seq_all(steps);
   };
   return ConfigSpace(w.text(), std::move(knobs), instantiate);
