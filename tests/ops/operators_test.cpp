@@ -200,6 +200,11 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
        {"split(oc, 2)", wide ? "split(x, 14)" : "split(x, 6)",
         "reverse_compute_at(epilogue, x.outer)", "parallel(y.outer)",
         wide ? "parallel(c)" : "compute_at(pad, y.outer)"}},
+      // Grouped, 16 channels per group: on AVX-512 the threads take (row, block) pairs and pad
+      // the rows of that block as they go; a padded pixel is copied as one vector.
+      {"conv2d_nchwc:N=1,C=208,H=14,W=14,O=208,K=3,S=1,P=1,G=13,BIAS=1,ACT=1",
+       {wide ? "compute_at(pad, y.outer.oc.outer.fused)" : "compute_at(pad, y.outer)",
+        "try(vectorize(b))"}},
       // A 7-wide row: AVX-512 takes two rows of it into the tile (28 accumulators).
       {"conv2d_nchwc:N=1,C=512,H=7,W=7,O=512,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1",
        {"split(x, 7)", wide ? "split(y, 2)" : "split(y, 1)", "parallel(oc.outer)", "parallel(c)"}},
