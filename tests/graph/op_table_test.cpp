@@ -645,6 +645,18 @@ TEST(OpTable, ResizeMatchesTheReferenceInEveryMode) {
     EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 16, 13, 9}));
     EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
   }
+  // A segmentation head's upsampling, large enough that the first pass (along the rows) runs on
+  // the threads too, reading its taps from the tables as the last pass does.
+  for (const char* mode : {"linear", "nearest"}) {
+    SCOPED_TRACE(mode);
+    GraphBuilder b(55);
+    std::string y = b.node("Resize",
+                           {b.input({1, 21, 14, 14}), b.constant(empty), b.constant(empty),
+                            b.constant({{4}, {1, 21, 112, 112}, true})},
+                           {{"mode", std::string(mode)}});
+    Graph g = b.finish(y);
+    EXPECT_LE(run_against_reference(g, b, -1, 1), std::string(mode) == "nearest" ? 0.0 : 1e-6);
+  }
   // The reference: ties of asymmetric nearest round to the floor; align_corners keeps the ends.
   {
     GraphBuilder b(53);
