@@ -130,11 +130,10 @@ void print_input_and_outputs(const RunModelArgs& args, const std::string& input_
   }
 }
 
-// Runs the model for about 200 ms before it is timed. In a fresh process the OpenMP workers
-// can share a core with the main thread for the first tens of milliseconds: MnasNet's first one
-// to four 20 ms repeats ran 1.3-1.8x slower than the rest, with or without --fixed-threads
-// (Xeon guest, 2 cores), which moved a median of 10 repeats by as much. A runtime whose session
-// has run before is timed warm; so is this.
+// Runs the model for about 200 ms before it is timed. In a fresh process MnasNet's first one to
+// four 20 ms repeats ran 1.3-1.8x slower than the rest, with or without --fixed-threads (Xeon
+// guest, 2 cores), which moved a median of 10 repeats by as much. A runtime whose session has
+// run before is timed warm; so is this.
 void warm_up(const std::function<void()>& run) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   do {
