@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -130,16 +128,11 @@ void print_input_and_outputs(const RunModelArgs& args, const std::string& input_
   }
 }
 
-// Runs the model for about 200 ms before it is timed. In a fresh process MnasNet's first one to
-// four 20 ms repeats ran 1.3-1.8x slower than the rest, with or without --fixed-threads (Xeon
-// guest, 2 cores), which moved a median of 10 repeats by as much. A runtime whose session has
-// run before is timed warm; so is this.
-void warm_up(const std::function<void()>& run) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  do {
-    run();
-  } while (std::chrono::steady_clock::now() < end);
-}
+// A model runs for 200 ms before it is timed. In a fresh process MnasNet's first one to four
+// 20 ms repeats ran 1.3-1.8x slower than the rest, with or without --fixed-threads (Xeon guest,
+// 2 cores), which moved a median of 10 repeats by as much. A runtime whose session has run
+// before is timed warm; so is this.
+constexpr double kModelWarmUpMs = 200;
 
 void print_time(const Timing& timing) {
   std::cout << fmt::format("time      {:.4f} ms (median of {}, {} thread{})\n", timing.median * 1e3,
@@ -200,8 +193,7 @@ int run_library(const RunModelArgs& args) {
     outputs.push_back({model->output_shape(i), std::vector<double>(y.begin(), y.end()), false});
     output_names.push_back(model->output_name(i));
   }
-  warm_up([&] { model->run(); });
-  Timing timing = time_function([&] { model->run(); }, args.repeat, 20);
+  Timing timing = time_function([&] { model->run(); }, args.repeat, 20, kModelWarmUpMs);
   if (!args.output.empty()) {
     try {
       graph::write_npy(args.output, outputs.at(0));
@@ -289,8 +281,7 @@ int run_model(const RunModelArgs& args) {
   ex.run();
   std::vector<graph::HostTensor> outputs;
   for (size_t i = 0; i < ex.num_outputs(); ++i) outputs.push_back(ex.output(i));
-  warm_up([&] { ex.run(); });
-  Timing timing = time_function([&] { ex.run(); }, args.repeat, 20);
+  Timing timing = time_function([&] { ex.run(); }, args.repeat, 20, kModelWarmUpMs);
   std::vector<double> kernel_ms;
   if (args.profile) kernel_ms = ex.profile(args.repeat);
 

@@ -31,10 +31,6 @@ std::vector<Expr> broadcast_at(const std::vector<Var>& at, const std::vector<int
   return idx;
 }
 
-// Below this many output elements a graph kernel runs on one thread: waking the others costs
-// more than they save.
-constexpr int64_t kParallelElements = 1 << 15;
-
 }  // namespace
 
 // The graph kernels' one schedule: threads over the first dimension with more than one

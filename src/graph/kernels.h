@@ -23,6 +23,10 @@ struct TeKernel {
   Program program;
 };
 
+/// Below this many elements of work a graph kernel runs on one thread: waking the others costs
+/// more than they save.
+constexpr int64_t kParallelElements = 1 << 15;
+
 /// Lowers a te kernel and applies `first` (a strategy that must apply); then, with
 /// `auto_parallel`, threads over its first dimension with more than one iteration where the
 /// work is large enough to pay for them: the output's elements, or `reduced_elements` (what a

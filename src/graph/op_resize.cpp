@@ -321,7 +321,7 @@ OpDef resize_row(std::string name, std::vector<std::string> attributes) {
             return low * (f32(1.0) - frac) + cur(src) * frac;
           },
           last ? "out" : fmt::format("pass{}", p), names);
-      if (!last && rank >= 2 && num_elements(shape) >= (int64_t{1} << 15)) {
+      if (!last && rank >= 2 && num_elements(shape) >= kParallelElements) {
         threads +=
             fmt::format("{}fuse({}, {}) ; parallel({}.{}.fused)", threads.empty() ? "" : " ; ",
                         names[0], names[1], names[0], names[1]);

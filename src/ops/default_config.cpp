@@ -251,13 +251,19 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   if (threads == 1) return;
   if (!c.has("epilogue")) return c.label("parallel", "fused");
   // The epilogue per finished block, while it is in L1 (103 against 81 GFLOP/s as a separate pass
-  // on ResNet's 56x56x64 layer, 2 threads, Zen 3); it cannot run inside a fused parallel loop, so
-  // the threads take whichever of rows and channel tiles has more iterations.
+  // on ResNet's 56x56x64 layer, 2 threads, Zen 3); the threads take whichever of rows and channel
+  // tiles has more iterations.
   c.label("epilogue", "at_block");
+  // A grouped convolution's output block reads only its group's input block, so the threads
+  // take (row, block) pairs, each padding the few input rows of one block as it goes: RegNet-Y's
+  // 3x3 layers with 16 channels per group (208 channels at 14x14; 112 at 56x56, stride 2) ran
+  // 125-181 and 197 GFLOP/s with the whole input padded first, 250-256 and 220 so (Xeon,
+  // Emerald Rapids, 2 threads, caches flushed). AVX2 was not measured.
+  const bool grouped_pairs = !few_registers && w.get_or("G", 1) > 1 && w.get("P") > 0;
   int64_t channel_tiles = w.get("O") / cb / blocks;
-  const bool rows_first = out_extent(w, "H") > channel_tiles;
+  const bool rows_first = grouped_pairs || out_extent(w, "H") > channel_tiles;
   c.label("order", rows_first ? "row_first" : "oc_first");
-  c.label("parallel", "outer");
+  c.label("parallel", grouped_pairs ? "fused" : "outer");
   // Where the threads take rows, each pads the input rows its row tile reads as it goes, rather
   // than the whole input first and then reading it back: on AVX2 the DCGAN generator's last layer
   // (64 -> 16, 2x2, 32x32) 48 -> 90 GFLOP/s, SqueezeNet's 55x55 3x3 (16 -> 64) 151 -> 184,
@@ -265,17 +271,8 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   // 27x27 3x3 (32 -> 128) even. Channel tiles first would pad the rows again per tile (ResNet's
   // deeper stride-2 layers: 147 -> 129), and a 7x7 window rereads 7 padded rows per row (the
   // 7x7 stride-2 first layer 140 -> 129; AMD EPYC, Zen 2, 2 threads). AVX-512 was not measured.
-  if ((few_registers || image_rows) && rows_first && w.get("K") <= 3) c.label("pad", "at_row");
-  // A grouped convolution's output block reads only its group's input block, so the threads
-  // take (row, block) pairs, each padding the few input rows of one block as it goes: RegNet-Y's
-  // 3x3 layers with 16 channels per group (208 channels at 14x14; 112 at 56x56, stride 2) ran
-  // 125-181 and 197 GFLOP/s with the whole input padded first, 250-256 and 220 so (Xeon,
-  // Emerald Rapids, 2 threads, caches flushed). AVX2 was not measured.
-  if (!few_registers && w.get_or("G", 1) > 1 && w.get("P") > 0) {
-    c.label("order", "row_first");
-    c.label("parallel", "fused");
+  if (grouped_pairs || ((few_registers || image_rows) && rows_first && w.get("K") <= 3))
     c.label("pad", "at_row");
-  }
 }
 
 void window_defaults(Chooser& c, const Workload& w, int threads) {

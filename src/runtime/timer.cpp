@@ -17,10 +17,16 @@ double run_seconds(const std::function<void()>& f, int64_t number) {
 
 }  // namespace
 
-Timing time_function(const std::function<void()>& f, int repeat, double min_repeat_ms) {
+Timing time_function(const std::function<void()>& f, int repeat, double min_repeat_ms,
+                     double min_warm_up_ms) {
   repeat = std::max(repeat, 1);
   const double min_seconds = min_repeat_ms / 1000;
-  f();  // warm-up: page faults, instruction cache, OpenMP thread pool start-up
+  // Warm-up: page faults, instruction cache, OpenMP thread pool start-up.
+  const auto warm_until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(min_warm_up_ms);
+  do {
+    f();
+  } while (std::chrono::steady_clock::now() < warm_until);
 
   Timing t;
   // Calibrate: grow `number` until one repeat is long enough; that repeat counts as the first.

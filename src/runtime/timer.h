@@ -14,8 +14,10 @@ struct Timing {
   double min = 0;
 };
 
-/// Calls f once to warm up, then `repeat` times measures the mean time of `number` back-to-back
-/// calls, where `number` is calibrated so that one repeat lasts at least min_repeat_ms.
-Timing time_function(const std::function<void()>& f, int repeat = 5, double min_repeat_ms = 100);
+/// Calls f to warm up (once, or until min_warm_up_ms have passed), then `repeat` times measures
+/// the mean time of `number` back-to-back calls, where `number` is calibrated so that one repeat
+/// lasts at least min_repeat_ms.
+Timing time_function(const std::function<void()>& f, int repeat = 5, double min_repeat_ms = 100,
+                     double min_warm_up_ms = 0);
 
 }  // namespace tessera
