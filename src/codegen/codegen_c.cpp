@@ -372,6 +372,7 @@ void CEmitter::emit_for(const ForNode& n) {
       }
       break;
     case ForKind::kUnrolled:
+      if (unroll_depth_ == 0) hoist_invariant_addresses(n);
       line(fmt::format("#pragma GCC unroll {}", std::min<int64_t>(n.extent, 65534)));
       break;
     case ForKind::kVectorized:
@@ -397,7 +398,13 @@ void CEmitter::emit_for(const ForNode& n) {
   parallel_depth_ += enters_parallel;
   const bool was_simd = in_simd_;
   in_simd_ = in_simd_ || enters_simd;
+  unroll_depth_ += n.for_kind == ForKind::kUnrolled;
   emit(n.body);
+  unroll_depth_ -= n.for_kind == ForKind::kUnrolled;
+  if (n.for_kind == ForKind::kUnrolled && unroll_depth_ == 0) {
+    hoisted_.clear();
+    hoist_outer_vars_.clear();
+  }
   in_simd_ = was_simd;
   parallel_depth_ -= enters_parallel;
   restore_var(n.var.get(), std::move(previous));
@@ -406,16 +413,15 @@ void CEmitter::emit_for(const ForNode& n) {
 }
 
 void CEmitter::emit_store(const StoreNode& n) {
-  const std::string& name = buffer_name(n.buffer, /*for_store=*/true);
-  line(fmt::format("{}[{}] = {};", name, print(flat_index(n.buffer, n.indices)).text,
-                   print(n.value).text));
+  ElementRef at = element(n.buffer, flat_index(n.buffer, n.indices), /*for_store=*/true);
+  line(fmt::format("{} = {};", at.text(), print(n.value).text));
 }
 
 // Into L2 (locality 2: prefetcht1): the rule prefetches ahead by many iterations, further than
 // L1 holds.
 void CEmitter::emit_prefetch(const PrefetchNode& n) {
-  line(fmt::format("__builtin_prefetch(&{}[{}], 0, 2);", buffer_name(n.buffer, false),
-                   print(flat_index(n.buffer, n.indices)).text));
+  line(fmt::format("__builtin_prefetch(&{}, 0, 2);",
+                   element(n.buffer, flat_index(n.buffer, n.indices)).text()));
 }
 
 constexpr int64_t kMaxStackAllocationBytes = 16 * 1024;
@@ -621,8 +627,7 @@ CExpr CEmitter::visit_(const CallNode& n, const Expr&) {
 }
 
 CExpr CEmitter::visit_(const LoadNode& n, const Expr&) {
-  const std::string& name = buffer_name(n.buffer);
-  return {fmt::format("{}[{}]", name, print(flat_index(n.buffer, n.indices)).text)};
+  return {element(n.buffer, flat_index(n.buffer, n.indices)).text()};
 }
 
 CExpr CEmitter::visit_(const TensorReadNode& n, const Expr&) {

@@ -43,6 +43,22 @@ struct VarBinding {
   bool non_negative = false;
 };
 
+/// A buffer element as C text: `base[index]`, base the buffer or a pointer into it.
+struct ElementRef {
+  std::string base;
+  std::string index;
+  std::string text() const { return base + "[" + index + "]"; }
+};
+
+/// A flat index as a part only the variables of `outer` change plus the rest.
+struct IndexSplit {
+  Expr invariant;
+  Expr varying;
+};
+/// Splits `flat` (constant factors distributed over sums); nullopt unless both parts have a
+/// variable term.
+std::optional<IndexSplit> split_index(const Expr& flat, const std::set<const VarNode*>& outer);
+
 /// Emits C for one program. Every name it declares is unique in the function, so C scoping never
 /// shadows anything.
 class CEmitter : private ExprFunctor<CExpr> {
@@ -58,6 +74,9 @@ class CEmitter : private ExprFunctor<CExpr> {
   static Expr plain_flat_index(const Buffer& b, const std::vector<Expr>& indices);
   /// The C name of a buffer in scope; records that the buffer is used (and stored to).
   const std::string& buffer_name(const Buffer& b, bool for_store = false);
+  /// The element of `b` at `flat`, through a base pointer hoisted before the enclosing unrolled
+  /// nest where one covers it (codegen_c_hoist.cpp); records the use as buffer_name does.
+  ElementRef element(const Buffer& b, const Expr& flat, bool for_store = false);
   /// A fresh identifier derived from `hint`.
   std::string fresh_name(const std::string& hint);
   /// The C name of a loop variable (assigned on first use, then stable).
@@ -90,6 +109,9 @@ class CEmitter : private ExprFunctor<CExpr> {
   void emit_allocate(const AllocateNode& n);
   void emit_if(const IfThenElseNode& n);
   void emit_prefetch(const PrefetchNode& n);
+  /// Before the outermost unrolled loop of a nest: one pointer per buffer and loop-invariant part
+  /// of its indices, which element() then indexes by the part the nest's loops change.
+  void hoist_invariant_addresses(const ForNode& nest);
   CExpr binary(const Expr& a, const Expr& b, const char* op, int prec, int left_min, int right_min);
   CExpr call(const std::string& fn, const Expr& a, const Expr& b);
 
@@ -133,6 +155,14 @@ class CEmitter : private ExprFunctor<CExpr> {
   std::set<const BufferNode*> used_buffers_;
   std::set<const BufferNode*> stored_buffers_;
   std::set<std::string> helpers_;
+  struct HoistedBase {
+    const BufferNode* buffer;
+    Expr invariant;
+    std::string name;
+  };
+  std::vector<HoistedBase> hoisted_;
+  std::set<const VarNode*> hoist_outer_vars_;
+  int unroll_depth_ = 0;
   std::map<std::string, std::string> typedefs_;
 };
 

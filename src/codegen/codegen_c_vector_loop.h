@@ -114,10 +114,10 @@ class VectorLoop {
   std::string emit_uniform_select(const SelectNode& n);
   /// Arguments as named vectors, then one scalar call per lane.
   std::string emit_call(const CallNode& n);
-  /// e^x on all lanes of float vector `x` (see the comment atop codegen_c_vector.cpp); returns the result's name.
-  /// `saturating` where the caller needs e^x only to saturate (sigmoid's 1 / (1 + e^-x)): below
-  /// e^-87 it may return e^-87 rather than a denormal or zero, and from 88.4 inf, which leaves
-  /// the sigmoid unchanged in float32 and lets AVX2 build 2^n as one factor.
+  /// e^x on all lanes of float vector `x` (see the comment atop codegen_c_vector.cpp); returns the
+  /// result's name. `saturating` where the caller needs e^x only to saturate (sigmoid's 1 / (1 +
+  /// e^-x)): below e^-87 it may return e^-87 rather than a denormal or zero, and from 88.4 inf,
+  /// which leaves the sigmoid unchanged in float32 and lets AVX2 build 2^n as one factor.
   std::string emit_expf(const std::string& x, const std::string& type, bool saturating = false);
   /// The vector {base, base + 1, ...}, declared at its first use.
   const std::string& lane_ids();

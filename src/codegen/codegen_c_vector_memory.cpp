@@ -123,6 +123,7 @@ void VectorLoop::emit_store(const StoreNode& n) {
     emit_private_masked_store(n, flat, buf, type);
     return;
   }
+  const ElementRef at = em_.element(n.buffer, flat, /*for_store=*/true);
   VExpr val = value(n.value);
   const std::string tmp = em_.fresh_name(buf + "_new");
   declare_vector(type, tmp, val);
@@ -130,21 +131,21 @@ void VectorLoop::emit_store(const StoreNode& n) {
     emit_masked_move(
         coef && *coef == 1, n.buffer->dtype,
         [&](const char* suffix) {
-          return fmt::format("_mm512_mask_storeu_{}(&{}[{}], {}, ({}){});", suffix, buf,
-                             em_.print(flat).text, avx512_mask_,
+          return fmt::format("_mm512_mask_storeu_{}(&{}, {}, ({}){});", suffix, at.text(),
+                             avx512_mask_,
                              n.buffer->dtype == DType::kFloat32 ? "__m512" : "__m512i", tmp);
         },
-        [&] { return avx2_masked_move(true, n.buffer->dtype, buf, em_.print(flat).text, tmp); },
+        [&] { return avx2_masked_move(true, n.buffer->dtype, at.base, at.index, tmp); },
         [&](const std::string& lane) {
-          return fmt::format("if ({}[{}]) {}[{}] = {}[{}];", mask_, lane, buf, em_.print(flat).text,
-                             tmp, lane);
+          return fmt::format("if ({}[{}]) {} = {}[{}];", mask_, lane,
+                             em_.element(n.buffer, flat, /*for_store=*/true).text(), tmp, lane);
         });
   } else if (coef && *coef == 1) {
-    em_.line(fmt::format("__builtin_memcpy(&{}[{}], &{}, sizeof({}));", buf, em_.print(flat).text,
-                         tmp, tmp));
+    em_.line(fmt::format("__builtin_memcpy(&{}, &{}, sizeof({}));", at.text(), tmp, tmp));
   } else {
     per_lane([&](const std::string& lane) {
-      em_.line(fmt::format("{}[{}] = {}[{}];", buf, em_.print(flat).text, tmp, lane));
+      em_.line(fmt::format("{} = {}[{}];", em_.element(n.buffer, flat, /*for_store=*/true).text(),
+                           tmp, lane));
     });
   }
 }
@@ -188,7 +189,7 @@ const MulNode* VectorLoop::accumulated_product(const StoreNode& n, const Expr& f
 
 void VectorLoop::emit_private_masked_store(const StoreNode& n, const Expr& flat,
                                            const std::string& buf, const std::string& type) {
-  const std::string at = fmt::format("&{}[{}]", buf, em_.print(flat).text);
+  const std::string at = "&" + em_.element(n.buffer, flat, /*for_store=*/true).text();
   const std::string old = em_.fresh_name(buf + "_old");
   em_.line(fmt::format("{} {};", type, old));
   em_.line(fmt::format("__builtin_memcpy(&{}, {}, sizeof({}));", old, at, old));
@@ -230,6 +231,7 @@ std::string VectorLoop::emit_load(const LoadNode& n) {
   Expr flat = CEmitter::flat_index(n.buffer, n.indices);
   auto coef = affine_coefficient(flat, v_);
   const std::string buf = em_.buffer_name(n.buffer);
+  const ElementRef at = em_.element(n.buffer, flat);
   const std::string type = em_.vector_type(n.buffer->dtype, lanes_);
   const std::string tmp = em_.fresh_name(buf + "_vec");
   em_.line(fmt::format("{} {};", type, tmp));
@@ -240,20 +242,19 @@ std::string VectorLoop::emit_load(const LoadNode& n) {
     emit_masked_move(
         coef && *coef == 1, n.buffer->dtype,
         [&](const char* suffix) {
-          return fmt::format("{} = ({})_mm512_maskz_loadu_{}({}, &{}[{}]);", tmp, type, suffix,
-                             avx512_mask_, buf, em_.print(flat).text);
+          return fmt::format("{} = ({})_mm512_maskz_loadu_{}({}, &{});", tmp, type, suffix,
+                             avx512_mask_, at.text());
         },
-        [&] { return avx2_masked_move(false, n.buffer->dtype, buf, em_.print(flat).text, tmp); },
+        [&] { return avx2_masked_move(false, n.buffer->dtype, at.base, at.index, tmp); },
         [&](const std::string& lane) {
-          return fmt::format("{}[{}] = {}[{}] ? {}[{}] : 0;", tmp, lane, mask_, lane, buf,
-                             em_.print(flat).text);
+          return fmt::format("{}[{}] = {}[{}] ? {} : 0;", tmp, lane, mask_, lane,
+                             em_.element(n.buffer, flat).text());
         });
   } else if (coef && *coef == 1) {
-    em_.line(fmt::format("__builtin_memcpy(&{}, &{}[{}], sizeof({}));", tmp, buf,
-                         em_.print(flat).text, tmp));
+    em_.line(fmt::format("__builtin_memcpy(&{}, &{}, sizeof({}));", tmp, at.text(), tmp));
   } else {
     per_lane([&](const std::string& lane) {
-      em_.line(fmt::format("{}[{}] = {}[{}];", tmp, lane, buf, em_.print(flat).text));
+      em_.line(fmt::format("{}[{}] = {};", tmp, lane, em_.element(n.buffer, flat).text()));
     });
   }
   return tmp;
