@@ -153,8 +153,8 @@ void CEmitter::hoist_invariant_addresses(const ForNode& nest) {
   for (const Access& a : collect.accesses) {
     const BufferNode* b = a.buffer.get();
     stored[b] |= a.store;
-    // A register tile (a stack array the nest indexes by its own variables alone) has no
-    // invariant part and never takes a base.
+    // A buffer allocated inside the nest has no name out here. (A register tile, a stack array
+    // the nest indexes by its own variables alone, has no invariant part below.)
     if (!buffer_names_.count(b)) {
       mixed[b] = true;
       continue;
