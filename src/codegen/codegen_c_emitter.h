@@ -55,8 +55,8 @@ struct IndexSplit {
   Expr invariant;
   Expr varying;
 };
-/// Splits `flat` (constant factors distributed over sums); nullopt unless both parts have a
-/// variable term.
+/// Splits `flat` by its linear form (tir/simplify.h's split_linear); nullopt unless both parts
+/// have a variable term.
 std::optional<IndexSplit> split_index(const Expr& flat, const std::set<const VarNode*>& outer);
 
 /// Emits C for one program. Every name it declares is unique in the function, so C scoping never

@@ -18,36 +18,6 @@
 namespace tessera::codegen_c_detail {
 namespace {
 
-struct Term {
-  Expr expr;
-  int64_t scale;
-};
-
-// flat as sum(scale * expr) + constant, distributing constant factors over sums.
-void collect_terms(const Expr& e, int64_t scale, std::vector<Term>& terms, int64_t& constant) {
-  if (const int64_t* c = as_const_int(e)) {
-    constant += scale * *c;
-    return;
-  }
-  if (const auto* add = e.as<AddNode>()) {
-    collect_terms(add->a, scale, terms, constant);
-    collect_terms(add->b, scale, terms, constant);
-    return;
-  }
-  if (const auto* sub = e.as<SubNode>()) {
-    collect_terms(sub->a, scale, terms, constant);
-    collect_terms(sub->b, -scale, terms, constant);
-    return;
-  }
-  if (const auto* mul = e.as<MulNode>()) {
-    if (const int64_t* c = as_const_int(mul->b))
-      return collect_terms(mul->a, scale * *c, terms, constant);
-    if (const int64_t* c = as_const_int(mul->a))
-      return collect_terms(mul->b, scale * *c, terms, constant);
-  }
-  terms.push_back({e, scale});
-}
-
 // Whether every variable of e is one of `vars` and e reads no memory (a loaded index may change
 // inside the nest).
 bool only_uses(const Expr& e, const std::set<const VarNode*>& vars) {
@@ -67,18 +37,6 @@ bool only_uses(const Expr& e, const std::set<const VarNode*>& vars) {
   Check check(vars);
   check.visit(e);
   return check.ok;
-}
-
-Expr sum_of(const std::vector<Term>& terms, int64_t constant) {
-  Expr sum;
-  for (const Term& t : terms) {
-    Expr scaled = t.scale == 1 ? t.expr : make_binary(ExprKind::kMul, t.expr, make_int(t.scale));
-    sum = sum.defined() ? make_binary(ExprKind::kAdd, sum, scaled) : scaled;
-  }
-  if (constant != 0 || !sum.defined()) {
-    sum = sum.defined() ? make_binary(ExprKind::kAdd, sum, make_int(constant)) : make_int(constant);
-  }
-  return sum;
 }
 
 struct Access {
@@ -125,18 +83,14 @@ class CollectAccesses : public StmtVisitor {
 }  // namespace
 
 std::optional<IndexSplit> split_index(const Expr& flat, const std::set<const VarNode*>& outer) {
-  std::vector<Term> terms;
-  int64_t constant = 0;
-  collect_terms(flat, 1, terms, constant);
-  std::vector<Term> invariant, varying;
-  for (Term& t : terms) (only_uses(t.expr, outer) ? invariant : varying).push_back(std::move(t));
-  if (invariant.empty() || varying.empty()) return std::nullopt;
-  return IndexSplit{sum_of(invariant, 0), sum_of(varying, constant)};
+  auto parts = split_linear(flat, [&](const Expr& atom) { return only_uses(atom, outer); });
+  if (!parts) return std::nullopt;
+  return IndexSplit{parts->first, parts->second};
 }
 
 void CEmitter::hoist_invariant_addresses(const ForNode& nest) {
   CollectAccesses collect;
-  collect.visit(make_for(nest.var, nest.min, nest.extent, nest.for_kind, nest.body));
+  collect.visit(nest.body);
   std::set<const VarNode*> outer;
   for (const auto& [v, binding] : bound_vars_) outer.insert(v);
   outer.erase(nest.var.get());

@@ -589,6 +589,17 @@ std::optional<IntRange> bound_of(const Expr& e, const RangeMap& ranges) {
   return s.bound(s.canonical(e));
 }
 
+std::optional<std::pair<Expr, Expr>> split_linear(
+    const Expr& e, const std::function<bool(const Expr&)>& in_first) {
+  if (e.dtype() != DType::kInt32) return std::nullopt;
+  const RangeMap no_ranges;
+  Linear whole = Simplifier(no_ranges).canonical(e), first, second;
+  for (const Linear::Term& t : whole.terms) (in_first(t.atom) ? first : second).terms.push_back(t);
+  if (first.is_const() || second.is_const()) return std::nullopt;
+  second.constant = whole.constant;
+  return std::pair{from_linear(first), from_linear(second)};
+}
+
 bool same_expr(const Expr& a, const Expr& b) {
   if (a.same_as(b)) return true;
   if (!a.defined() || !b.defined()) return false;

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "te/expr.h"
 #include "tir/stmt.h"
@@ -30,6 +32,12 @@ Stmt simplify(const Stmt& s, const RangeMap& ranges = {});
 Stmt simplify_in_loops(const Stmt& s, const std::vector<const ForNode*>& enclosing);
 /// A bound on an int expression's value, if one follows from the ranges.
 std::optional<IntRange> bound_of(const Expr& e, const RangeMap& ranges);
+
+/// An int expression's linear form (a sum of coefficient x atom, plus a constant) in two parts:
+/// the terms whose atom `in_first` accepts, and the other terms plus the constant. nullopt unless
+/// each part has a term.
+std::optional<std::pair<Expr, Expr>> split_linear(const Expr& e,
+                                                  const std::function<bool(const Expr&)>& in_first);
 
 /// Structural equality where variables are equal only if they are the same variable.
 bool same_expr(const Expr& a, const Expr& b);
