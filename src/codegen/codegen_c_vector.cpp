@@ -22,9 +22,10 @@
 //   - a select whose condition does not use v (inlined zero padding read along channel lanes) is
 //     a scalar branch between two vectors, each computed only on its side, so that a load the
 //     condition guards is never made;
-//   - a select whose condition tests loaded values (LeakyRelu, erf's two ranges) computes both
-//     sides and blends them through the condition's lane mask, where the sides load nothing the
-//     condition does not.
+//   - a select whose condition varies across lanes (LeakyRelu's test of the loaded value, erf's
+//     two ranges, zero padding read along a row) computes both sides and blends them through the
+//     condition's lane mask; a side that loads what the condition does not is a masked block of
+//     the lanes that take it, so that no lane loads what the scalar loop would not.
 // A body that is one guard around such stores (the tail of a split whose factor does not divide
 // the extent) runs as whole vectors where every lane passes and as a masked block elsewhere: see
 // codegen_c_vector_memory.cpp.
@@ -179,14 +180,23 @@ std::vector<Expr> VectorLoop::loads_in(const Expr& e) {
   return collect.loads;
 }
 
+std::vector<Expr> VectorLoop::loads_beyond_condition(const Expr& side, const Expr& cond) {
+  const std::vector<Expr> made = loads_in(cond);
+  std::vector<Expr> beyond;
+  for (const Expr& load : loads_in(side)) {
+    if (std::none_of(made.begin(), made.end(),
+                     [&](const Expr& m) { return structural_equal(m, load); })) {
+      beyond.push_back(load);
+    }
+  }
+  return beyond;
+}
+
 bool VectorLoop::blendable(const SelectNode& n) const {
   if (!lane_mask_fits(n.dtype) || !supported_condition(n.cond)) return false;
-  const std::vector<Expr> made = loads_in(n.cond);
   for (const Expr& side : {n.true_value, n.false_value}) {
-    for (const Expr& load : loads_in(side)) {
-      bool in_condition = std::any_of(made.begin(), made.end(),
-                                      [&](const Expr& m) { return structural_equal(m, load); });
-      if (!in_condition) return false;
+    for (const Expr& load : loads_beyond_condition(side, n.cond)) {
+      if (!uses_var(load, v_)) return false;
     }
   }
   return supported_value(n.true_value) && supported_value(n.false_value);
@@ -417,9 +427,26 @@ std::string VectorLoop::emit_blend(const SelectNode& n) {
   const std::string type = em_.vector_type(n.dtype, lanes_);
   const std::string itype = em_.vector_type(DType::kInt32, lanes_);
   const std::string mask = condition_mask(n.cond);
-  const std::string t = em_.fresh_name("blend_true"), f = em_.fresh_name("blend_false");
-  declare_vector(type, t, value(n.true_value));
-  declare_vector(type, f, value(n.false_value));
+  auto side = [&](const Expr& e, const char* name, bool taken_when_true) {
+    const std::string result = em_.fresh_name(name);
+    if (loads_beyond_condition(e, n.cond).empty()) {
+      declare_vector(type, result, value(e));
+      return result;
+    }
+    // The lanes that take this side, within those of an enclosing masked block.
+    const std::string outer_mask = mask_, outer_avx512 = avx512_mask_, outer_avx2 = avx2_mask_;
+    mask_ = em_.fresh_name("side_mask");
+    em_.line(fmt::format("const {} {} = {}{}{};", itype, mask_, taken_when_true ? "" : "~", mask,
+                         outer_mask.empty() ? "" : " & " + outer_mask));
+    declare_mask_registers();
+    declare_vector(type, result, value(e));
+    mask_ = outer_mask;
+    avx512_mask_ = outer_avx512;
+    avx2_mask_ = outer_avx2;
+    return result;
+  };
+  const std::string t = side(n.true_value, "blend_true", true);
+  const std::string f = side(n.false_value, "blend_false", false);
   const std::string result = em_.fresh_name("blend_vec");
   em_.line(fmt::format("const {0} {1} = ({0})((({2}){3} & {4}) | (({2}){5} & ~{4}));", type, result,
                        itype, t, mask, f));

@@ -44,11 +44,14 @@ class VectorLoop {
   bool supported_condition(const Expr& c) const;
   static std::vector<Expr> loads_in(const Expr& e);
   /// A select whose condition varies across lanes computes both sides on every lane, then blends
-  /// them by the condition's mask. That is safe only where no side loads what the scalar code
-  /// would not: each load of a side must be one the condition makes too (a test of the loaded
-  /// values, as LeakyRelu's or erf's), never behind a guard of indices (zero padding, which stays
-  /// on the `#pragma omp simd` path).
+  /// them by the condition's mask. A side may load only what the scalar code would: loads the
+  /// condition makes too (a test of the loaded values, as LeakyRelu's or erf's) as they are,
+  /// others (behind a guard of indices: zero padding read along the row) under the side's mask,
+  /// and only where they vary across lanes, since a load the same on every lane has no lanes to
+  /// mask off.
   bool blendable(const SelectNode& n) const;
+  /// The loads of a select's side that its condition does not make (see blendable).
+  static std::vector<Expr> loads_beyond_condition(const Expr& side, const Expr& cond);
   /// min and max select through an int32 lane mask, which matches float32 and int32 lanes.
   static bool lane_mask_fits(DType t);
   template <typename Node>
@@ -76,6 +79,8 @@ class VectorLoop {
   /// does not turn the lane-by-lane versions into them). Returns the name of an int that is
   /// nonzero when some lane passes.
   std::string declare_mask(const Expr& lane_guard);
+  /// The AVX-512 and AVX2 forms of mask_, for the masked moves.
+  void declare_mask_registers();
   /// The AVX2 form of a masked move of lanes_ (a multiple of 8) contiguous 32-bit lanes of type t
   /// at &buf[index] to or from vector `tmp`, one 8-lane move per half.
   std::string avx2_masked_move(bool store, DType t, const std::string& buf,
@@ -125,7 +130,8 @@ class VectorLoop {
   VExpr arith(const Node* n, const char* op, int prec, int right_min);
   /// The int32 lane mask of a condition (supported_condition): all ones where it holds.
   std::string condition_mask(const Expr& c);
-  /// Both sides on every lane, blended by the condition's mask (see blendable).
+  /// Both sides on every lane, blended by the condition's mask (see blendable); a side that loads
+  /// beyond the condition is computed as a masked block of the lanes that take it.
   std::string emit_blend(const SelectNode& n);
   /// min(a, b) = a < b ? a : b and max(a, b) = a > b ? a : b, as the scalar helpers (so a NaN
   /// operand gives b in both), lane by lane through the comparison's all-ones mask; gcc turns the

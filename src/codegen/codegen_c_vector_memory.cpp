@@ -33,6 +33,13 @@ std::string VectorLoop::declare_mask(const Expr& lane_guard) {
     em_.line(fmt::format("{}[{}] = ({}) ? -1 : 0;", mask_, lane, em_.print(lane_guard).text));
     em_.line(fmt::format("{} |= {}[{}];", any, mask_, lane));
   });
+  declare_mask_registers();
+  return any;
+}
+
+void VectorLoop::declare_mask_registers() {
+  avx512_mask_.clear();
+  avx2_mask_.clear();
   if (lanes_ == 16) {
     avx512_mask_ = em_.fresh_name(base_ + "_k");
     em_.helper("tsr_immintrin");
@@ -55,7 +62,6 @@ std::string VectorLoop::declare_mask(const Expr& lane_guard) {
     em_.line(fmt::format("(void){};", avx2_mask_));
     em_.line("#endif");
   }
-  return any;
 }
 
 std::string VectorLoop::avx2_masked_move(bool store, DType t, const std::string& buf,

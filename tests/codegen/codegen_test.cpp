@@ -245,7 +245,8 @@ TEST(CodegenC, IfGuardAndSelect) {
   std::string code = codegen_c(p);
   EXPECT_NE(code.find("if (i < 10) {"), std::string::npos) << code;
   EXPECT_NE(code.find("} else {"), std::string::npos) << code;
-  EXPECT_NE(code.find("C[j] = j >= 1 ? A[j - 1] : 0.0f;"), std::string::npos) << code;
+  // The guarded load is made only on the lanes that pass (codegen_vector_test.cpp has the rest).
+  EXPECT_NE(code.find("side_mask"), std::string::npos) << code;
   Module mod = compile_strict(code);
   NDArray av = random_array(a, 9), bv = NDArray::empty({n}, kF32), cv = NDArray::empty({n}, kF32);
   mod.run({&av, &bv, &cv});

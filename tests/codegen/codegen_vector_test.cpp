@@ -114,9 +114,7 @@ TEST(CodegenC, LaneInvariantSelectIsABranchBetweenVectors) {
 }
 
 // A select whose condition tests the loaded values (LeakyRelu, with an And and a Not joining the
-// comparisons) blends both sides through the condition's lane mask on whole vectors; one whose
-// side loads what its condition does not (a bounds guard of the lane's index) stays on the
-// `#pragma omp simd` path, so that no lane reads past the guard.
+// comparisons) blends both sides through the condition's lane mask on whole vectors.
 TEST(CodegenC, ValueTestingSelectBlendsWholeVectors) {
   Buffer a = make_buffer("A", kF32, {2, 16});
   Buffer b = make_buffer("B", kF32, {2, 16});
@@ -139,15 +137,66 @@ TEST(CodegenC, ValueTestingSelectBlendsWholeVectors) {
     float want = v < 0.0f && !(v < -0.75f) ? v * 0.125f : v + 1.0f;
     EXPECT_EQ(bv.get(n), want) << n;
   }
+}
 
-  // Row j + 1 exists only below the last lane: the guard must keep the last lane from it.
-  Buffer c = make_buffer("C", kF32, {17});
-  Buffer d = make_buffer("D", kF32, {16});
-  Expr guarded = make_select(j < 15, make_load(c, {j + 1}), make_float(0.0, kF32));
-  Program q =
-      make_program("next", {c}, {d}, make_for(j, 0, 16, kVectorized, make_store(d, {j}, guarded)));
-  std::string guarded_code = codegen_c(q);
-  EXPECT_EQ(guarded_code.find("blend_vec"), std::string::npos) << guarded_code;
+// Zero padding read along a row (an image's one-channel input): the condition tests the lane's
+// index, so the side that loads runs as a masked block of the lanes that take it and no lane
+// reads before the row or past its end; within a split's masked tail the two masks combine. A
+// side whose load is the same on every lane has nothing to mask and keeps the scalar path.
+TEST(CodegenC, IndexGuardedSelectLoadsUnderTheLaneMask) {
+  constexpr int kIn = 37, kOut = 39, kRow = 48;
+  Buffer c = make_buffer("C", kF32, {2, kIn});
+  Buffer d = make_buffer("D", kF32, {2, kRow});
+  Var i("i"), jo("jo"), ji("ji");
+  Expr j = jo * 16 + ji;
+  Expr inside = j >= 1 && j < kIn + 1;
+  Expr padded = make_select(inside, make_load(c, {i, j - 1}) * 3.0, make_float(-2.0, kF32));
+  Program p =
+      make_program("pad_row", {c}, {d},
+                   make_for(i, 0, 2, kSerial,
+                            make_for(jo, 0, 3, kSerial,
+                                     make_for(ji, 0, 16, kVectorized,
+                                              make_if(j < kOut, make_store(d, {i, j}, padded))))));
+  std::string code = codegen_c(p);
+  for (const char* piece : {"blend_vec", "side_mask", "_mm512_maskz_loadu_ps", "_mm256_maskload_ps",
+                            "masked to the lanes that pass"}) {
+    EXPECT_NE(code.find(piece), std::string::npos) << piece << " not in\n" << code;
+  }
+  EXPECT_EQ(code.find("#pragma omp simd"), std::string::npos) << code;
+  for (const char* isa_flag : {"", "-mno-avx512f", "-mno-avx2"}) {
+    SCOPED_TRACE(isa_flag);
+    CompileOptions options;
+    options.flags.insert(options.flags.end(), {"-Wall", "-Wextra", "-Werror"});
+    if (*isa_flag) options.flags.push_back(isa_flag);
+    Module mod = Module::compile(code, options);
+    NDArray cv = random_array(c, 41), dv = NDArray::empty(d->shape, kF32);
+    dv.fill_random(42, 7, 8);
+    NDArray before = dv.copy();
+    mod.run({&cv, &dv});
+    for (int64_t row = 0; row < 2; ++row) {
+      for (int64_t col = 0; col < kRow; ++col) {
+        const int64_t n = row * kRow + col;
+        if (col >= kOut) {
+          EXPECT_EQ(dv.get(n), before.get(n)) << n;
+        } else {
+          bool in = col >= 1 && col < kIn + 1;
+          double want = in ? static_cast<float>(cv.get(row * kIn + col - 1)) * 3.0f : -2.0;
+          EXPECT_EQ(dv.get(n), want) << n;
+        }
+      }
+    }
+  }
+
+  // The row above the first one does not exist: a load the same on every lane, behind a test of
+  // the outer index, must not be made on the lanes' behalf.
+  Buffer e = make_buffer("E", kF32, {2, 16});
+  Buffer f = make_buffer("F", kF32, {2, 16});
+  Expr above = make_select(i >= 1 && ji < 15, make_load(e, {i - 1, 0}), make_float(0.0, kF32));
+  Program q = make_program(
+      "above", {e}, {f},
+      make_for(i, 0, 2, kSerial, make_for(ji, 0, 16, kVectorized, make_store(f, {i, ji}, above))));
+  std::string uniform_code = codegen_c(q);
+  EXPECT_EQ(uniform_code.find("blend_vec"), std::string::npos) << uniform_code;
 }
 
 // A split's tail: the guard is tested on the first and last lane, whole vectors run where both
