@@ -213,9 +213,14 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
       {"conv2d_nchwc:N=1,C=3,H=224,W=224,O=64,K=7,S=2,P=3,CB=8,BIAS=1,ACT=1",
        {wide ? "split(oc, 2)" : "split(oc, 4)", "split(x, 2)", wide ? "split(y, 4)" : "split(y, 1)",
         wide ? "unroll(y.inner) ; cache_write" : "unroll(rx)", "parallel(c)"}},
-      // A 3x3 one pads its rows as the threads go.
+      // A 3x3 one pads its rows as the threads go; on AVX-512 one block of 8 columns x 2 rows.
+      // Blocked by one channel (the model's NCHW input), the padded copy is vectorized along
+      // the row.
       {"conv2d_nchwc:N=1,C=3,H=224,W=224,O=32,K=3,S=2,P=1,BIAS=1,ACT=2",
-       {wide ? "split(y, 4)" : "split(y, 1)", "compute_at(pad, y.outer)"}},
+       {wide ? "split(oc, 1) ; split(x, 8) ; split(y, 2)" : "split(y, 1)",
+        "compute_at(pad, y.outer) ; try(vectorize(b))"}},
+      {"conv2d_nchwc:N=1,C=3,H=224,W=224,O=32,K=3,S=2,P=1,IB=1,BIAS=1,ACT=2",
+       {"compute_at(pad, y.outer) ; split(w, 16) ; reorder(b, w.inner) ; vectorize(w.inner)"}},
       // A 4-wide row: AVX-512 takes two rows of it into the tile; AVX2's registers hold two
       // columns of two blocks.
       {"conv2d_nchwc:N=1,C=512,H=5,W=5,O=256,K=2,S=1,P=0,BIAS=1,ACT=1",
