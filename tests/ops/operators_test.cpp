@@ -262,22 +262,26 @@ TEST(Operators, DefaultConfigurationsApplyAndAreCorrect) {
   }
 }
 
-// Untuned kernels below about 1 MFLOP of work run on one thread; an exp-based activation counts
-// as work per output element, so the same small depthwise layer takes the threads with SiLU and
-// not with ReLU.
+// Untuned kernels below about 1 MFLOP of work and a quarter of a MiB of data run on one thread;
+// an exp-based activation counts as work per output element, so the same small depthwise layer
+// takes the threads with SiLU and not with ReLU.
 TEST(Operators, DefaultThreadsCountTheActivation) {
   auto threads_for = [](const char* text) {
     Workload w = parse_workload(text);
     return default_threads(w, instantiate(w), 2);
   };
-  EXPECT_EQ(threads_for("depthwise_conv2d_nchwc:N=1,C=240,H=28,W=28,K=3,S=2,P=1,CB=8,BIAS=1,ACT=1"),
+  EXPECT_EQ(threads_for("depthwise_conv2d_nchwc:N=1,C=480,H=7,W=7,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1"),
             1);
-  EXPECT_EQ(threads_for("depthwise_conv2d_nchwc:N=1,C=240,H=28,W=28,K=3,S=2,P=1,CB=8,BIAS=1,ACT=4"),
+  EXPECT_EQ(threads_for("depthwise_conv2d_nchwc:N=1,C=480,H=7,W=7,K=3,S=1,P=1,CB=8,BIAS=1,ACT=4"),
             2);
   EXPECT_EQ(threads_for("depthwise_conv2d_nchwc:N=1,C=1152,H=7,W=7,K=3,S=1,P=1,CB=8,BIAS=1,ACT=1"),
             2);
   // A squeeze-excite 1x1 on a 1x1 image: 0.1 MFLOP and 0.2 MB.
   EXPECT_EQ(threads_for("conv2d_nchwc:N=1,C=1152,H=1,W=1,O=48,K=1,S=1,P=0,CB=8,BIAS=1,ACT=4"), 1);
+  // 0.3 MB of weights, or a 0.8 MB input: too little work for two threads, but bound by the reads.
+  EXPECT_EQ(threads_for("conv2d_nchwc:N=1,C=576,H=1,W=1,O=144,K=1,S=1,P=0,CB=8,BIAS=1,ACT=1"), 2);
+  EXPECT_EQ(
+      threads_for("depthwise_conv2d_nchwc:N=1,C=16,H=112,W=112,K=3,S=2,P=1,CB=8,BIAS=1,ACT=1"), 2);
   // A batch-1 dense layer streams its 1.6 MB of weights.
   EXPECT_EQ(threads_for("dense:B=1,I=784,O=512"), 2);
 }
