@@ -3,7 +3,7 @@
 and (when installed) OpenVINO, and compare.
 
 One model of each torchvision classification family, two segmentation networks, the AutoTVM paper's DCGAN generator and LSTM
-language model, and a BERT-base-sized encoder at sequence 128, each exported with both of torch's
+language model, a BERT-base-sized encoder at sequence 128 and a GPT-style causal decoder, each exported with both of torch's
 exporters (`dynamo=False`, the TorchScript one, and `dynamo=True`, the default), random weights,
 batch 1. For each export: does tessera import it (and if not, its one-line reason), its largest
 relative error against onnxruntime, and the median time of each runtime over alternating rounds.
@@ -83,6 +83,41 @@ def bert_encoder():
     return nn.TransformerEncoder(layer, 12, enable_nested_tensor=False).eval(), (1, 128, 768)
 
 
+def inception_v3():
+    """Inception-v3 at its own 299x299 (asymmetric 1x7 and 7x1 convolutions)."""
+    import torchvision
+
+    net = torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=True)
+    return net.eval(), (1, 3, 299, 299)
+
+
+def gpt_decoder():
+    """A GPT-style causal language model: token and position embeddings, 6 pre-norm layers of
+    512 (8 heads, GELU) under a causal mask, a head over a 10000-word vocabulary, 128 tokens."""
+    import torch
+    import torch.nn as nn
+
+    vocab, dim, seq = 10000, 512, 128
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens = nn.Embedding(vocab, dim)
+            self.positions = nn.Parameter(torch.randn(1, seq, dim) * 0.02)
+            layer = nn.TransformerEncoderLayer(dim, 8, 4 * dim, dropout=0.0, activation="gelu",
+                                               batch_first=True, norm_first=True)
+            self.layers = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+            self.norm = nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, vocab, bias=False)
+            self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(seq))
+
+        def forward(self, ids):
+            x = self.layers(self.tokens(ids) + self.positions, mask=self.mask, is_causal=True)
+            return self.head(self.norm(x))
+
+    return GPT().eval(), ((1, seq), torch.int64)
+
+
 def lstm_lm():
     """The AutoTVM paper's LSTM language model: embedding, two LSTM layers of 650, a decoder
     over a 10000-word vocabulary, 35 tokens."""
@@ -118,11 +153,15 @@ MODELS = {
     "mnasnet1_0": classification("mnasnet1_0"),
     "convnext_tiny": classification("convnext_tiny"),
     "vit_b_16": classification("vit_b_16"),
+    "swin_t": classification("swin_t"),
+    "inception_v3": inception_v3,
+    "alexnet": classification("alexnet"),
     "lraspp_mobilenet_v3_large": segmentation("lraspp_mobilenet_v3_large"),
     "deeplabv3_mobilenet_v3_large": segmentation("deeplabv3_mobilenet_v3_large"),
     "dcgan_generator": dcgan_generator,
     "bert_base_encoder": bert_encoder,
     "lstm_lm": lstm_lm,
+    "gpt_decoder": gpt_decoder,
 }
 
 

@@ -63,6 +63,7 @@ std::vector<OpDef> make_table() {
   add_recurrent_rows(t);
   add_data_rows(t);
   add_resize_rows(t);
+  add_mask_rows(t);
   add_folded_rows(t);
   return t;
 }

@@ -3,6 +3,7 @@
 // applies every row's rule and folds shape arithmetic as it goes.
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include "graph/graph.h"
 #include "graph/op_attrs.h"
@@ -321,6 +322,8 @@ void fold_shape_arithmetic(const Node& n, const OpDef& op, Graph& g) {
     g.constants[out] = op.fold(n, g);
     return;
   }
+  // A folded row has no kernel: it is evaluated whatever its size.
+  const bool small = op.lowering != Lowering::kFolded;
   std::vector<const HostTensor*> in;
   for (const std::string& v : n.inputs) {
     if (v.empty()) {
@@ -328,11 +331,31 @@ void fold_shape_arithmetic(const Node& n, const OpDef& op, Graph& g) {
       continue;
     }
     auto it = g.constants.find(v);
-    if (it == g.constants.end() || it->second.num_elements() > kFoldAtImportElements) return;
+    if (it == g.constants.end() || (small && it->second.num_elements() > kFoldAtImportElements))
+      return;
     in.push_back(&it->second);
   }
-  if (in.empty() || num_elements(g.shape(out)) > kFoldAtImportElements) return;
+  if (in.empty() || (small && num_elements(g.shape(out)) > kFoldAtImportElements)) return;
   g.constants[out] = op.reference(n, g, in);
+}
+
+// A value computed from constants alone, whatever its size: what a folded row (ScatterND into
+// Swin's attention masks) needs before the fold_constants pass. Returns whether it is constant.
+bool fold_cone(const std::string& v, Graph& g,
+               const std::unordered_map<std::string, const Node*>& producers) {
+  if (v.empty() || g.is_constant(v)) return true;
+  auto it = producers.find(v);
+  if (it == producers.end() || g.is_output(v)) return false;
+  const Node& n = *it->second;
+  const OpDef* op = find_op(n.op);
+  std::vector<const HostTensor*> in;
+  for (const std::string& i : n.inputs) {
+    if (!fold_cone(i, g, producers)) return false;
+    in.push_back(i.empty() ? nullptr : &g.constants.at(i));
+  }
+  if (!op || in.empty()) return false;
+  g.constants[v] = op->reference(n, g, in);
+  return true;
 }
 
 // Kernels index with 32-bit integers, and a product of dimensions can wrap even int64 (a
@@ -349,6 +372,10 @@ void check_size(const std::vector<int64_t>& shape, const std::string& what) {
 void infer_shapes(Graph& g) {
   for (const std::string& v : g.inputs) check_size(g.shape(v), fmt::format("input '{}'", v));
   for (const auto& [name, c] : g.constants) g.shapes[name] = c.shape;
+  std::unordered_map<std::string, const Node*> producers;
+  for (const Node& n : g.nodes) {
+    for (const std::string& v : n.outputs) producers[v] = &n;
+  }
   for (const Node& n : g.nodes) {
     if (n.outputs.size() != 1)
       throw_error("{}: {} outputs (one is supported)", n.where(), n.outputs.size());
@@ -362,13 +389,23 @@ void infer_shapes(Graph& g) {
       if (d < 0) throw_error("{}: inferred a negative dimension {}", n.where(), shape_text(s));
     check_size(s, n.where());
     g.shapes[n.outputs[0]] = s;
+    if (op->lowering == Lowering::kFolded) {
+      for (const std::string& v : n.inputs) fold_cone(v, g, producers);
+    }
     fold_shape_arithmetic(n, *op, g);
     // An empty value is fine in shape arithmetic folded away (a Slice of a shape), not at run
     // time.
     if (num_elements(s) == 0 && !g.is_constant(n.outputs[0]))
       throw_error("{}: inferred an empty shape {}", n.where(), shape_text(s));
-    if (op->lowering == Lowering::kFolded && !g.is_constant(n.outputs[0]))
-      throw_error("{}: its inputs are not constant (dynamic shapes are not supported)", n.where());
+    if (op->lowering == Lowering::kFolded && !g.is_constant(n.outputs[0])) {
+      std::string runtime;
+      for (const std::string& v : n.inputs)
+        if (!v.empty() && !g.is_constant(v)) runtime = v;
+      throw_error(
+          "{}: {} is evaluated at import only, and its input '{}' is known only at run time "
+          "(dynamic shapes and values are not supported)",
+          n.where(), n.op, runtime);
+    }
   }
 }
 

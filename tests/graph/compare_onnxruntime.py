@@ -3,7 +3,7 @@
 
 Builds small models with the `onnx` package and seeded random weights (an MLP, a DQN, a
 ResNet-style net, MobileNet-v2-style blocks, one model with the remaining operators, Resize and
-Upsample), runs each
+Upsample, attention masks), runs each
 on the same random input with onnxruntime, with `tessera run-model model.onnx --json` and, compiled
 by `tessera compile --trials 0 -o model.so`, with `tessera run-model model.so`; fails when a
 maximum relative error (max |a - b| / max |b|) is above 1e-3. Prints the run times.
@@ -311,6 +311,29 @@ def more_ops():
     return b.model("more_ops", [1, 4, 9, 8], r, opset=17), [1, 4, 9, 8]
 
 
+def masks():
+    """Attention masks as exporters write them: Trilu on run-time values (upper with k, lower)
+    and on a constant, ScatterND (with and without a reduction) into a mask computed from
+    constants, larger than import folds small values."""
+    b = Builder(9)
+    upper = b.op("Trilu", ["input", b.ints(2)], upper=1)
+    lower = b.op("Trilu", ["input"], upper=0)
+    base = b.op("ConstantOfShape", [b.ints([1, 1, 40, 120])],
+                value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5]))
+    base = b.op("Add", [base, b.scalar(1.0)])  # 4800 elements: folded only on demand
+    rows = b.const(np.array([[0, 0, 5], [0, 0, -3]], dtype=np.int64))
+    mask = b.op("ScatterND", [base, rows, b.const(b.rng.standard_normal((2, 120)).astype(
+        np.float32))])
+    cells = b.const(np.array([[0, 0, 20, 7], [0, 0, 20, 7], [0, 0, 30, 2]], dtype=np.int64))
+    mask = b.op("ScatterND", [mask, cells, b.const(np.array([3.0, -1.5, 2.0], np.float32))],
+                reduction="add")
+    mask = b.op("ScatterND", [mask, b.const(np.array([[0, 0, 9]], dtype=np.int64)),
+                              b.const(np.full((1, 120), 1.25, np.float32))], reduction="max")
+    mask = b.op("Trilu", [mask, b.ints(-1)], upper=0)
+    out = b.op("Add", [b.op("Add", [upper, b.op("Mul", [lower, b.scalar(0.5)])]), mask])
+    return b.model("masks", [1, 2, 40, 120], out, opset=18), [1, 2, 40, 120]
+
+
 def dcgan():
     """The AutoTVM paper's DCGAN generator, scaled down: ConvTranspose (stride 2, pads 1),
     BatchNormalization and Relu between them, Tanh at the end."""
@@ -439,7 +462,7 @@ def main():
     print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
           f"{'ort ms':>9}  kernels")
     for build in (mlp, dqn, resnet, mobilenet, misc, se_block, grouped, shuffle, encoder, more_ops,
-                  dcgan, matmul_broadcast, recurrent_lm, resize, upsample):
+                  dcgan, matmul_broadcast, recurrent_lm, resize, upsample, masks):
         model, shape = build()
         name = model.graph.name
         path = os.path.join(args.workdir, name + ".onnx")

@@ -724,5 +724,38 @@ TEST(OpTable, DynamicShapeArithmeticIsOneClearError) {
   }
 }
 
+// Trilu on run-time values: the kernel keeps the diagonals the reference keeps, above or below
+// a k of either sign, over a batch of matrices.
+TEST(OpTable, TriluMatchesTheReference) {
+  for (int64_t upper : {0, 1}) {
+    for (int64_t k : {-2, 0, 3}) {
+      SCOPED_TRACE(fmt::format("upper {} k {}", upper, k));
+      GraphBuilder b(27);
+      std::string x = b.input({3, 5, 7});
+      std::string t = b.node("Trilu", {x, b.constant({{}, {double(k)}, true})}, {{"upper", upper}});
+      Graph g = b.finish(b.node("Add", {t, b.constant({{}, {0.25}, false})}));
+      EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-6);
+    }
+  }
+}
+
+// ScatterND is evaluated at import: on a value known only at run time it is one clear error that
+// names the input, not a wrong answer.
+TEST(OpTable, ScatterIntoARuntimeValueIsOneClearError) {
+  GraphBuilder b(28);
+  std::string x = b.input({4, 3});
+  std::string s = b.node(
+      "ScatterND", {x, b.constant({{1, 1}, {2}, true}), b.constant({{1, 3}, {1, 2, 3}, false})});
+  try {
+    b.finish(s);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(ScatterND)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("input '" + x + "' is known only at run time"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tessera

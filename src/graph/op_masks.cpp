@@ -1,0 +1,162 @@
+// The operator table's rows that exporters use to build attention masks: Trilu (a causal mask,
+// torch's legacy export of `is_causal`) and ScatterND (slice assignment: Swin's shifted-window
+// masks). Trilu is a kernel as well; ScatterND is folded at import, its inputs computed from
+// static shapes.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "graph/op_rows.h"
+#include "te/error.h"
+#include "te/tensor.h"
+
+namespace tessera::graph {
+
+using namespace rows;
+
+namespace {
+
+// Trilu keeps the elements on and above the k-th diagonal (upper) or on and below it (lower) of
+// the last two dimensions; the others become zero. k is clamped to the matrix: past it every
+// element or none is kept alike, and the kernel's index arithmetic stays within int32.
+struct TriluSpec {
+  bool upper = true;
+  int64_t k = 0;
+};
+
+TriluSpec trilu_spec(const Node& n, const Graph& g) {
+  const std::vector<int64_t>& x = input_shape(n, g, 0);
+  if (x.size() < 2) throw_error("{}: needs rank 2 or more, got {}", n.where(), shape_text(x));
+  TriluSpec s;
+  s.upper = n.attr_int("upper", 1) != 0;
+  if (has_input(n, 1)) {
+    std::vector<int64_t> k = constant_ints(n, g, 1, "k");
+    if (k.size() != 1) throw_error("{}: k must be one integer", n.where());
+    const int64_t span = x[x.size() - 1] + x[x.size() - 2];
+    s.k = std::clamp<int64_t>(k[0], -span, span);
+  }
+  return s;
+}
+
+bool trilu_keeps(const TriluSpec& s, int64_t row, int64_t col) {
+  return s.upper ? col - row >= s.k : col - row <= s.k;
+}
+
+OpDef trilu() {
+  OpDef d;
+  d.name = "Trilu";
+  d.attributes = {"upper"};
+  d.lowering = Lowering::kKernel;
+  d.kernel_inputs = {0};
+  d.infer = [](const Node& n, const Graph& g) {
+    trilu_spec(n, g);
+    return input_shape(n, g, 0);
+  };
+  d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+    const HostTensor& x = *in.at(0);
+    const TriluSpec s = trilu_spec(n, g);
+    const int64_t cols = x.shape.back(), rows = x.shape[x.shape.size() - 2];
+    HostTensor out = x;
+    for (int64_t i = 0; i < num_elements(x.shape); ++i) {
+      if (!trilu_keeps(s, (i / cols) % rows, i % cols)) out.data[i] = 0;
+    }
+    return out;
+  };
+  d.kernel = [](const Node& n, const Graph& g) {
+    const std::vector<int64_t>& x = g.shape(n.inputs[0]);
+    const TriluSpec s = trilu_spec(n, g);
+    Tensor in = placeholder(x, DType::kFloat32, "in");
+    Tensor out = compute(
+        x,
+        [&](const std::vector<Var>& at) {
+          std::vector<Expr> idx(at.begin(), at.end());
+          Expr diagonal = Expr(at[x.size() - 1]) - Expr(at[x.size() - 2]);
+          Expr keep =
+              s.upper ? diagonal >= static_cast<int>(s.k) : diagonal <= static_cast<int>(s.k);
+          return select(keep, in(idx), f32(0.0));
+        },
+        "out", axis_names(x.size()));
+    return finish_kernel("trilu", {in, out});
+  };
+  return d;
+}
+
+// ScatterND: a copy of the data with the slices the indices name replaced by (or combined
+// with) the updates. data [d0 ... dr-1], indices [i0 ... iq-2, k], updates [i0 ... iq-2, dk ...].
+void check_scatter_shapes(const Node& n, const Graph& g) {
+  const std::vector<int64_t>& data = input_shape(n, g, 0);
+  const std::vector<int64_t>& indices = input_shape(n, g, 1);
+  const std::vector<int64_t>& updates = input_shape(n, g, 2);
+  if (indices.empty()) throw_error("{}: indices must have rank 1 or more", n.where());
+  const int64_t k = indices.back();
+  if (k < 1 || k > static_cast<int64_t>(data.size()))
+    throw_error("{}: index tuples of {} into data of rank {}", n.where(), k, data.size());
+  std::vector<int64_t> expected(indices.begin(), indices.end() - 1);
+  expected.insert(expected.end(), data.begin() + k, data.end());
+  if (updates != expected)
+    throw_error("{}: updates {} where indices {} into data {} need {}", n.where(),
+                shape_text(updates), shape_text(indices), shape_text(data), shape_text(expected));
+  const std::string reduction = n.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    throw_error("{}: reduction '{}' (none, add, mul, max or min are supported)", n.where(),
+                reduction);
+}
+
+OpDef scatter_nd() {
+  OpDef d;
+  d.name = "ScatterND";
+  d.attributes = {"reduction"};
+  d.lowering = Lowering::kFolded;
+  d.infer = [](const Node& n, const Graph& g) {
+    check_scatter_shapes(n, g);
+    return input_shape(n, g, 0);
+  };
+  d.reference = [](const Node& n, const Graph&, const std::vector<const HostTensor*>& in) {
+    const HostTensor &data = *in.at(0), &indices = *in.at(1), &updates = *in.at(2);
+    const int64_t k = indices.shape.back();
+    const int64_t tuples = num_elements(indices.shape) / k;
+    int64_t block = 1;
+    for (size_t a = k; a < data.shape.size(); ++a) block *= data.shape[a];
+    const std::string reduction = n.attr_string("reduction", "none");
+    HostTensor out = data;
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t offset = 0;
+      for (int64_t a = 0; a < k; ++a) {
+        const int64_t dim = data.shape[a];
+        int64_t i = saturated_int(indices.data[t * k + a]);
+        if (i < -dim || i >= dim)
+          throw_error("{}: index {} out of range for dimension {} of {}", n.where(), i, a, dim);
+        offset = offset * dim + (i < 0 ? i + dim : i);
+      }
+      offset *= block;
+      for (int64_t e = 0; e < block; ++e) {
+        double& o = out.data[offset + e];
+        const double u = updates.data[t * block + e];
+        if (reduction == "add") {
+          o += u;
+        } else if (reduction == "mul") {
+          o *= u;
+        } else if (reduction == "max") {
+          o = std::max(o, u);
+        } else if (reduction == "min") {
+          o = std::min(o, u);
+        } else {
+          o = u;
+        }
+      }
+    }
+    return out;
+  };
+  return d;
+}
+
+}  // namespace
+
+void add_mask_rows(std::vector<OpDef>& t) {
+  t.push_back(trilu());
+  t.push_back(scatter_nd());
+}
+
+}  // namespace tessera::graph
