@@ -46,6 +46,7 @@ double time_primitive(const dnnl::engine& engine, const PrimitiveDesc& pd,
 
 struct ConvParams {
   int64_t n, c, h, w, o, k, s, p, d, g, oh, ow;
+  int64_t kw, pw;  // the window's width and W's padding (conv2d_nchwc's KW, PW), else k and p
 };
 
 ConvParams conv_params(const Workload& w, bool depthwise) {
@@ -60,9 +61,11 @@ ConvParams conv_params(const Workload& w, bool depthwise) {
   c.p = w.get("P");
   c.d = depthwise ? 1 : w.get_or("D", 1);
   c.g = depthwise ? c.c : w.get_or("G", 1);
-  int64_t span = (c.k - 1) * c.d + 1;
+  c.kw = w.get_or("KW", 0) > 0 ? w.get("KW") : c.k;
+  c.pw = w.get_or("PW", -1) >= 0 ? w.get("PW") : c.p;
+  int64_t span = (c.k - 1) * c.d + 1, span_w = (c.kw - 1) * c.d + 1;
   c.oh = (c.h + 2 * c.p - span) / c.s + 1;
-  c.ow = (c.w + 2 * c.p - span) / c.s + 1;
+  c.ow = (c.w + 2 * c.pw - span_w) / c.s + 1;
   return c;
 }
 
@@ -72,13 +75,13 @@ ConvParams conv_params(const Workload& w, bool depthwise) {
 Baseline onednn_conv(const OpInstance& op, const ConvParams& c, bool bias_relu, bool plain,
                      int repeat) {
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  memory::dims weights = c.g == 1 ? memory::dims{c.o, c.c, c.k, c.k}
-                                  : memory::dims{c.g, c.o / c.g, c.c / c.g, c.k, c.k};
+  memory::dims weights = c.g == 1 ? memory::dims{c.o, c.c, c.k, c.kw}
+                                  : memory::dims{c.g, c.o / c.g, c.c / c.g, c.k, c.kw};
   Tag data_tag = plain ? Tag::nchw : Tag::any;
   Tag weight_tag = plain ? (c.g == 1 ? Tag::oihw : Tag::goihw) : Tag::any;
   memory::desc src = md({c.n, c.c, c.h, c.w}, data_tag), wei = md(weights, weight_tag),
                dst = md({c.n, c.o, c.oh, c.ow}, data_tag), bias = md({c.o}, Tag::x);
-  memory::dims strides{c.s, c.s}, dilates{c.d - 1, c.d - 1}, pad{c.p, c.p};
+  memory::dims strides{c.s, c.s}, dilates{c.d - 1, c.d - 1}, pad{c.p, c.pw};
   auto desc = bias_relu
                   ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                     dnnl::algorithm::convolution_direct, src, wei,
@@ -114,7 +117,7 @@ std::optional<Baseline> onednn_conv_in_layouts(const OpInstance& op, const ConvP
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   memory::desc src = md({c.n, c.c, c.h, c.w}, data_tag), wei = md(weight_dims, weight_tag),
                dst = md({c.n, c.o, c.oh, c.ow}, out_tag);
-  memory::dims strides{c.s, c.s}, dilates{c.d - 1, c.d - 1}, pad{c.p, c.p};
+  memory::dims strides{c.s, c.s}, dilates{c.d - 1, c.d - 1}, pad{c.p, c.pw};
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
                                        dnnl::algorithm::convolution_direct, src, wei, dst, strides,
                                        dilates, pad, pad);
@@ -141,13 +144,13 @@ std::optional<Baseline> onednn_conv_nchwc(const OpInstance& op, const ConvParams
   if (c.g > 1) {
     // Groups of whole blocks (G=): the same blocks inside each group's weights.
     Tag blocked = wide ? Tag::nChw16c : Tag::nChw8c;
-    return onednn_conv_in_layouts(op, c, blocked, {c.g, c.o / c.g, c.c / c.g, c.k, c.k},
+    return onednn_conv_in_layouts(op, c, blocked, {c.g, c.o / c.g, c.c / c.g, c.k, c.kw},
                                   wide ? Tag::gOIhw16i16o : Tag::gOIhw8i8o, blocked, repeat);
   }
   Tag data_tag = whole_input ? Tag::nhwc : wide ? Tag::nChw16c : Tag::nChw8c;
   Tag weight_tag =
       whole_input ? (wide ? Tag::Ohwi16o : Tag::Ohwi8o) : (wide ? Tag::OIhw16i16o : Tag::OIhw8i8o);
-  return onednn_conv_in_layouts(op, c, data_tag, {c.o, c.c, c.k, c.k}, weight_tag,
+  return onednn_conv_in_layouts(op, c, data_tag, {c.o, c.c, c.k, c.kw}, weight_tag,
                                 wide ? Tag::nChw16c : Tag::nChw8c, repeat);
 }
 

@@ -55,8 +55,11 @@ bool blockable_conv(const Graph& g, const Node& n, int64_t block) {
   }
   // Pads may differ by side: the planner pads the blocked input first (the phases of a strided
   // ConvTranspose, lower_conv_transpose.cpp).
-  if (w.kh != w.kw || w.sh != w.sw || w.dh != w.dw || w.overhang || w.n != 1) return false;
+  if (w.sh != w.sw || w.dh != w.dw || w.overhang || w.n != 1) return false;
   bool depthwise = w.group > 1 && w.group == w.c && w.out_channels == w.c;
+  // The blocked convolution takes a rectangular window (Inception's 1x7 and 7x1); the blocked
+  // depthwise one a square one.
+  if (w.kh != w.kw && depthwise) return false;
   if (depthwise) {
     if (w.c % block != 0) return false;
   } else if (w.group > 1) {

@@ -258,9 +258,9 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   // with no conversion.
   int64_t ib = depthwise || w.c % block == 0 ? block : 1;
   size_t x = blocked_slot(n.inputs[0], ib);
-  // The kernel takes one pad for every side: other pads are written around the input first, and
-  // the convolution runs unpadded on it.
-  if (!w.is_square_symmetric()) {
+  // The kernel pads both ends of an axis alike (the depthwise one both axes alike): other pads
+  // are written around the input first, and the convolution runs unpadded on it.
+  if (w.pt != w.pb || w.pl != w.pr || (depthwise && w.pt != w.pl)) {
     TeKernel pad =
         pad_blocked_kernel(blocked_shape(g_.shape(n.inputs[0]), ib), w.pt, w.pl, w.pb, w.pr);
     size_t padded = new_array(pad.args.back()->shape);
@@ -352,11 +352,14 @@ void Planner::plan_blocked_conv(const Node& n, int64_t block) {
   // were.
   std::string dilation = w.dh > 1 ? fmt::format(",D={}", w.dh) : "";
   std::string groups = w.group > 1 ? fmt::format(",G={}", w.group) : "";
+  // KW and PW only where the window is not square, likewise.
+  std::string width = (w.kw != w.kh ? fmt::format(",KW={}", w.kw) : "") +
+                      (w.pl != w.pt ? fmt::format(",PW={}", w.pl) : "");
   library_step(depthwise ? fmt::format("depthwise_conv2d_nchwc:{},K={},S={},P={}{},CB={}{}",
                                        shape_keys, w.kh, w.sh, w.pt, dilation, block, epilogue)
-                         : fmt::format("conv2d_nchwc:{},O={},K={},S={},P={},D={}{},CB={},IB={}{}",
+                         : fmt::format("conv2d_nchwc:{},O={},K={},S={},P={},D={}{},CB={},IB={}{}{}",
                                        shape_keys, w.out_channels, w.kh, w.sh, w.pt, w.dh, groups,
-                                       block, ib == block ? 0 : ib, epilogue),
+                                       block, ib == block ? 0 : ib, width, epilogue),
                std::move(args));
 }
 

@@ -16,15 +16,15 @@ HostTensor packed_weights(const HostTensor& t, int64_t block) {
 }
 
 HostTensor blocked_conv_weights(const HostTensor& t, int64_t block, int64_t ib) {
-  const int64_t o = t.shape[0], c = t.shape[1], k = t.shape[2];
-  HostTensor out{{o / block, c / ib, k, k, ib, block}, std::vector<double>(t.data.size()), false};
+  const int64_t o = t.shape[0], c = t.shape[1], kh = t.shape[2], kw = t.shape[3];
+  HostTensor out{{o / block, c / ib, kh, kw, ib, block}, std::vector<double>(t.data.size()), false};
   for (int64_t oc = 0; oc < o; ++oc)
     for (int64_t ic = 0; ic < c; ++ic)
-      for (int64_t ky = 0; ky < k; ++ky)
-        for (int64_t kx = 0; kx < k; ++kx)
-          out.data[(((((oc / block) * (c / ib) + ic / ib) * k + ky) * k + kx) * ib + ic % ib) *
+      for (int64_t ky = 0; ky < kh; ++ky)
+        for (int64_t kx = 0; kx < kw; ++kx)
+          out.data[(((((oc / block) * (c / ib) + ic / ib) * kh + ky) * kw + kx) * ib + ic % ib) *
                        block +
-                   oc % block] = t.data[((oc * c + ic) * k + ky) * k + kx];
+                   oc % block] = t.data[((oc * c + ic) * kh + ky) * kw + kx];
   return out;
 }
 

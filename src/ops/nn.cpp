@@ -57,12 +57,13 @@ namespace {
 
 // Output plane of a KxK window with stride, padding and dilation, or a clear error.
 std::pair<int64_t, int64_t> conv_output_plane(int64_t h, int64_t w, int64_t kh, int64_t kw,
-                                              int64_t stride, int64_t pad, int64_t dilation) {
+                                              int64_t stride, int64_t pad, int64_t dilation,
+                                              int64_t pad_w) {
   if (stride <= 0) throw_error("conv2d stride must be positive, got {}", stride);
-  if (pad < 0) throw_error("conv2d padding must not be negative, got {}", pad);
+  if (pad < 0 || pad_w < 0) throw_error("conv2d padding must not be negative, got {}", pad);
   if (dilation <= 0) throw_error("conv2d dilation must be positive, got {}", dilation);
   int64_t span_h = (kh - 1) * dilation + 1, span_w = (kw - 1) * dilation + 1;
-  int64_t ph = h + 2 * pad, pw = w + 2 * pad;
+  int64_t ph = h + 2 * pad, pw = w + 2 * pad_w;
   if (span_h > ph || span_w > pw) {
     throw_error("conv2d: kernel {}x{} (dilation {}) is larger than the padded input {}x{}", kh, kw,
                 dilation, ph, pw);
@@ -89,7 +90,7 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int
     throw_error("conv2d: data has {} channels per group but weights expect {}", group_in, ws[1]);
   }
   int64_t kh = ws[2], kw = ws[3];
-  auto [oh, ow] = conv_output_plane(ds[2], ds[3], kh, kw, stride, pad, dilation);
+  auto [oh, ow] = conv_output_plane(ds[2], ds[3], kh, kw, stride, pad, dilation, pad);
   Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
   IterVar rc = reduce_axis(group_in, "rc"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx");
   int s = static_cast<int>(stride), d = static_cast<int>(dilation), b = static_cast<int>(block);
@@ -107,7 +108,8 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int
 }
 
 Tensor conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
-                    const std::string& name, int64_t dilation, int64_t groups) {
+                    const std::string& name, int64_t dilation, int64_t groups, int64_t pad_w) {
+  if (pad_w < 0) pad_w = pad;
   if (data.ndim() != 5 || weight.ndim() != 6)
     throw_error(
         "conv2d_nchwc needs [N][C/cb][H][W][cb] data and [O/ob][C/cb][K][K][cb][ob] weights");
@@ -121,8 +123,10 @@ Tensor conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t stride, in
         ds[1], ds[4], groups, ws[1], ws[4]);
   }
   int64_t kh = ws[2], kw = ws[3];
-  auto [oh, ow] = conv_output_plane(ds[2], ds[3], kh, kw, stride, pad, dilation);
-  Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
+  auto [oh, ow] = conv_output_plane(ds[2], ds[3], kh, kw, stride, pad, dilation, pad_w);
+  Tensor in = pad > 0 || pad_w > 0
+                  ? pad_nchw_sides(data, pad, pad_w, pad, pad_w, make_int(0, data->dtype), "pad")
+                  : data;
   IterVar ic = reduce_axis(ws[1], "ic"), ry = reduce_axis(kh, "ry"), rx = reduce_axis(kw, "rx"),
           ib = reduce_axis(ds[4], "ib");
   int s = static_cast<int>(stride), d = static_cast<int>(dilation);
@@ -186,7 +190,7 @@ Tensor depthwise_conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t 
   if (dilation <= 0)
     throw_error("depthwise_conv2d_nchwc: dilation must be positive, got {}", dilation);
   int64_t k = ws[1];
-  auto [oh, ow] = conv_output_plane(ds[2], ds[3], k, k, stride, pad, dilation);
+  auto [oh, ow] = conv_output_plane(ds[2], ds[3], k, k, stride, pad, dilation, pad);
   Tensor in = pad > 0 ? pad_nchw(data, pad) : data;
   IterVar ry = reduce_axis(k, "ry"), rx = reduce_axis(k, "rx");
   int s = static_cast<int>(stride), d = static_cast<int>(dilation);

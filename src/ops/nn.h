@@ -29,9 +29,11 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int
 /// out[n, oc, y, x, ob] = sum_{ic, ry, rx, ib} in[n, ic, y*S + ry*D, x*S + rx*D, ib] *
 /// w[oc, ic, ry, rx, ib, ob], the input zero-padded by P in H and W (a `pad` stage). With G
 /// groups of whole blocks the weights are [O/ob][C/G/cb][K][K][cb][ob] and output block oc reads
-/// the input blocks of its group: ic + (oc / (O/G/ob)) * (C/G/cb).
+/// the input blocks of its group: ic + (oc / (O/G/ob)) * (C/G/cb). The window may be
+/// rectangular ([K][KW] weights), and `pad_w` pads W where it differs from `pad` (-1: the same).
 Tensor conv2d_nchwc(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,
-                    const std::string& name = "conv", int64_t dilation = 1, int64_t groups = 1);
+                    const std::string& name = "conv", int64_t dilation = 1, int64_t groups = 1,
+                    int64_t pad_w = -1);
 /// out[n, c, y, x] = sum_{ry, rx} in[n, c, y*S + ry, x*S + rx] * w[c, ry, rx]: one KxK filter
 /// per channel (weights [C][K][K]), input zero-padded by P.
 Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& weight, int64_t stride, int64_t pad,

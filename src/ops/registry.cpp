@@ -46,6 +46,9 @@ OpInstance build_matmul(const Workload& w) {
 struct ConvShape {
   int64_t n, c, h, w, o, k, s, p, oh, ow, d = 1, g = 1;
   int64_t wb = 0;  // weights pre-packed in blocks of wb output channels (0: plain OIHW)
+  // The window's width and the padding of the width where they differ from k and p (KW, PW:
+  // Inception's 1x7 and 7x1 convolutions); conv2d_nchwc reads them.
+  int64_t kw = 0, pw = 0;
 
   std::vector<int64_t> weight_shape() const {
     if (wb == 0) return {o, c / g, k, k};
@@ -80,13 +83,17 @@ ConvShape conv_shape(const Workload& w) {
   s.wb = w.get_or("WB", 0);
   if (s.wb < 0 || (s.wb > 0 && s.o % s.wb != 0))
     throw_error("{}: WB={} (pre-packed weight block) must divide O={}", w.op, s.wb, s.o);
-  int64_t span = (s.k - 1) * s.d + 1;
-  if (span > s.h + 2 * s.p || span > s.w + 2 * s.p) {
-    throw_error("{}: kernel {} is larger than the padded input {}x{}", w.op, span, s.h + 2 * s.p,
-                s.w + 2 * s.p);
+  s.kw = w.get_or("KW", 0) > 0 ? w.get("KW") : s.k;
+  s.pw = w.get_or("PW", -1) >= 0 ? w.get("PW") : s.p;
+  if (w.get_or("KW", 0) < 0) throw_error("{}: KW must not be negative, got {}", w.op, w.get("KW"));
+  int64_t span = (s.k - 1) * s.d + 1, span_w = (s.kw - 1) * s.d + 1;
+  if (span > s.h + 2 * s.p || span_w > s.w + 2 * s.pw) {
+    throw_error("{}: kernel {} is larger than the padded input {}x{}", w.op,
+                span == span_w ? std::to_string(span) : fmt::format("{}x{}", span, span_w),
+                s.h + 2 * s.p, s.w + 2 * s.pw);
   }
   s.oh = (s.h + 2 * s.p - span) / s.s + 1;
-  s.ow = (s.w + 2 * s.p - span) / s.s + 1;
+  s.ow = (s.w + 2 * s.pw - span_w) / s.s + 1;
   return s;
 }
 
@@ -143,7 +150,7 @@ struct BlockedConv {
   }
   /// `c` counts within the output channel's group.
   int64_t weight_index(int64_t o, int64_t c, int64_t ky, int64_t kx) const {
-    return ((((o / ob * (s.c / s.g / ib) + c / ib) * s.k + ky) * s.k + kx) * ib + c % ib) * ob +
+    return ((((o / ob * (s.c / s.g / ib) + c / ib) * s.k + ky) * s.kw + kx) * ib + c % ib) * ob +
            o % ob;
   }
   int64_t out_index(int64_t n, int64_t o, int64_t y, int64_t x) const {
@@ -227,13 +234,13 @@ OpInstance build_conv2d_nchwc(const Workload& w) {
   }
   Tensor data = placeholder({s.n, s.c / b.ib, s.h, s.w, b.ib}, DType::kFloat32, "data");
   Tensor weight =
-      placeholder({s.o / b.ob, cg / b.ib, s.k, s.k, b.ib, b.ob}, DType::kFloat32, "weight");
+      placeholder({s.o / b.ob, cg / b.ib, s.k, s.kw, b.ib, b.ob}, DType::kFloat32, "weight");
   std::vector<Tensor> args{data, weight};
-  Tensor out = with_epilogue(e, conv2d_nchwc(data, weight, s.s, s.p, "conv", s.d, s.g), s.o / b.ob,
-                             b.ob, args);
+  Tensor out = with_epilogue(e, conv2d_nchwc(data, weight, s.s, s.p, "conv", s.d, s.g, s.pw),
+                             s.o / b.ob, b.ob, args);
   args.push_back(out);
-  double flops = 2.0 * s.n * s.o * s.oh * s.ow * cg * s.k * s.k;
-  OpInstance op{args, lower("conv2d_nchwc", args), flops, cg * s.k * s.k, nullptr};
+  double flops = 2.0 * s.n * s.o * s.oh * s.ow * cg * s.k * s.kw;
+  OpInstance op{args, lower("conv2d_nchwc", args), flops, cg * s.k * s.kw, nullptr};
   op.reference = [b, e](Arrays& x) {
     const ConvShape& s = b.s;
     size_t out = x.size() - 1;
@@ -245,8 +252,8 @@ OpInstance build_conv2d_nchwc(const Workload& w) {
             const int64_t cg = s.c / s.g, first = o / (s.o / s.g) * cg;
             for (int64_t c = 0; c < cg; ++c)
               for (int64_t ky = 0; ky < s.k; ++ky)
-                for (int64_t kx = 0; kx < s.k; ++kx) {
-                  int64_t iy = y * s.s + ky * s.d - s.p, ix = xx * s.s + kx * s.d - s.p;
+                for (int64_t kx = 0; kx < s.kw; ++kx) {
+                  int64_t iy = y * s.s + ky * s.d - s.p, ix = xx * s.s + kx * s.d - s.pw;
                   if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
                   acc +=
                       x[0][b.data_index(n, first + c, iy, ix)] * x[1][b.weight_index(o, c, ky, kx)];
@@ -526,12 +533,21 @@ const std::vector<OpDef>& op_registry() {
        build_conv2d},
       {"conv2d_nchwc",
        {"N", "C", "H", "W", "O", "K", "S", "P"},
-       {{"D", 1}, {"G", 1}, {"CB", 16}, {"IB", 0}, {"BIAS", 0}, {"RES", 0}, {"ACT", 0}},
+       {{"D", 1},
+        {"G", 1},
+        {"CB", 16},
+        {"IB", 0},
+        {"BIAS", 0},
+        {"RES", 0},
+        {"ACT", 0},
+        {"KW", 0},
+        {"PW", -1}},
        "conv2d with channels in blocks of CB (TVM's NCHWc, oneDNN's nChw16c): data "
        "[N][C/cb][H][W][cb] (cb = IB where given, else CB, or C where CB does not divide it), "
        "weights "
-       "[O/CB][C/G/cb][K][K][cb][CB] (G groups of whole blocks), out [N][O/CB][OH][OW][CB]; "
-       "epilogue as it writes: BIAS=1 + "
+       "[O/CB][C/G/cb][K][KW][cb][CB] (G groups of whole blocks), out [N][O/CB][OH][OW][CB]; "
+       "a rectangular window: KW its width and PW the padding of W where they differ from K and "
+       "P; epilogue as it writes: BIAS=1 + "
        "bias[O], RES=1 + a residual like out, ACT=1 relu, ACT=2 relu6, ACT=3 hardswish, ACT=4 "
        "silu, ACT=5 gelu, ACT=6 tanh",
        build_conv2d_nchwc},

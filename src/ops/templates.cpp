@@ -457,9 +457,12 @@ void place_epilogue(std::vector<ProgramStrategy>* steps, const std::string& stag
 // weight vector is one contiguous load. Nothing is packed or transposed: the data arrives blocked.
 ConfigSpace conv2d_nchwc_space(const Workload& w) {
   int64_t cb = w.get_or("CB", 16), o = w.get("O"), kk = w.get("K"), p = w.get("P");
-  int64_t span = (kk - 1) * w.get_or("D", 1) + 1;
-  int64_t ow = (w.get("W") + 2 * p - span) / w.get("S") + 1;
+  int64_t kw = w.get_or("KW", 0) > 0 ? w.get("KW") : kk;
+  int64_t pw = w.get_or("PW", -1) >= 0 ? w.get("PW") : p;
+  int64_t span = (kk - 1) * w.get_or("D", 1) + 1, span_w = (kw - 1) * w.get_or("D", 1) + 1;
+  int64_t ow = (w.get("W") + 2 * pw - span_w) / w.get("S") + 1;
   int64_t oh = (w.get("H") + 2 * p - span) / w.get("S") + 1;
+  const bool padded = p > 0 || pw > 0;
   std::vector<Knob> knobs{
       split_knob_from("tile_oc", o / cb, {{1}, {2}, {3}, {4}}),
       split_knob_from("tile_ow", ow,
@@ -471,14 +474,14 @@ ConfigSpace conv2d_nchwc_space(const Workload& w) {
       // Input-channel blocks outside the window (each weight block read once per tile) or inside
       // it (the rows of the window stay in L1 across the channels).
       choice_knob("reduction", {"ic_outer", "window_outer"}),
-      choice_knob("pad", p > 0 ? std::vector<std::string>{"root", "at_row"}
-                               : std::vector<std::string>{"none"}),
+      choice_knob("pad", padded ? std::vector<std::string>{"root", "at_row"}
+                                : std::vector<std::string>{"none"}),
       choice_knob("unroll_kw", {"off", "on"}),
       choice_knob("parallel", {"off", "outer", "fused"}),
   };
   bool epilogue = has_epilogue(w);
   if (epilogue) knobs.push_back(epilogue_knob());
-  std::string n_loop = p > 0 ? "conv.n" : "n";
+  std::string n_loop = padded ? "conv.n" : "n";
   bool one_channel_blocks = w.get_or("IB", 0) == 1;
   auto instantiate = [n_loop, epilogue, one_channel_blocks](const ConfigSpace& sp,
                                                             const Config& c) {

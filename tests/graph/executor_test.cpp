@@ -619,6 +619,36 @@ TEST(GraphExecutor, AnyConvolutionWindowMatchesTheReference) {
   }
 }
 
+// Inception's 1x7 and 7x1 windows run as the blocked kernel (KW and PW where they differ from K
+// and P), as does a 1x3 whose pads differ by side (padded in blocks first).
+TEST(GraphExecutor, RectangularWindowsRunBlocked) {
+  using V = std::vector<int64_t>;
+  GraphBuilder b(17);
+  std::string x = b.input({1, 16, 9, 8});
+  std::string y = b.node("Conv", {x, b.random({16, 16, 1, 7}, -0.3, 0.3), b.random({16})},
+                         {{"kernel_shape", V{1, 7}}, {"pads", V{0, 3, 0, 3}}});
+  y = b.node("Relu", {y});
+  y = b.node("Conv", {y, b.random({32, 16, 7, 1}, -0.3, 0.3)},
+             {{"kernel_shape", V{7, 1}}, {"pads", V{3, 0, 3, 0}}});
+  y = b.node("Conv", {y, b.random({16, 32, 1, 3}, -0.3, 0.3)},
+             {{"kernel_shape", V{1, 3}}, {"pads", V{0, 0, 0, 2}}});
+  Graph g = b.finish(b.node("Relu", {y}));
+  EXPECT_EQ(g.shape(g.outputs[0]), (V{1, 16, 9, 8}));
+  graph::Executor ex;
+  EXPECT_LT(executor_error(g, b, &ex), 1e-5);
+  std::vector<std::string> rectangular;
+  for (const graph::KernelInfo& k : ex.kernels()) {
+    EXPECT_FALSE(k.workload.starts_with("graph:conv2d_any")) << k.workload;
+    if (k.workload.find(",KW=") != std::string::npos) rectangular.push_back(k.workload);
+  }
+  ASSERT_EQ(rectangular.size(), 3u);
+  EXPECT_NE(rectangular[0].find("K=1,S=1,P=0,"), std::string::npos) << rectangular[0];
+  EXPECT_NE(rectangular[0].find(",KW=7,PW=3"), std::string::npos) << rectangular[0];
+  EXPECT_NE(rectangular[1].find("K=7,S=1,P=3,"), std::string::npos) << rectangular[1];
+  EXPECT_NE(rectangular[1].find(",KW=1,PW=0"), std::string::npos) << rectangular[1];
+  EXPECT_NE(rectangular[2].find("W=10,O=16,K=1,S=1,P=0,"), std::string::npos) << rectangular[2];
+}
+
 // A square window with pads that differ by side (the phases of a strided ConvTranspose) runs
 // blocked: its input padded in blocks first, then the unpadded kernel. An image's three channels
 // are blocks of one; the 64-channel 3x3 with 16 output tiles would be Winograd were its pads equal.

@@ -39,6 +39,9 @@ const char* const kWorkloads[] = {
     "conv2d_nchwc:N=1,C=16,H=6,W=7,O=16,K=1,S=1,P=0,CB=8,BIAS=1,RES=1,ACT=3",
     "conv2d_nchwc:N=1,C=16,H=6,W=7,O=16,K=3,S=1,P=1,CB=8,BIAS=1,ACT=4",
     "conv2d_nchwc:N=1,C=16,H=6,W=7,O=16,K=2,S=1,P=1,CB=8,BIAS=1,ACT=6",
+    // Rectangular windows (Inception's 1x7 and 7x1), one strided.
+    "conv2d_nchwc:N=1,C=16,H=9,W=8,O=16,K=1,S=1,P=0,CB=8,KW=5,PW=2,BIAS=1,ACT=1",
+    "conv2d_nchwc:N=1,C=16,H=9,W=8,O=24,K=5,S=2,P=2,CB=8,KW=1,PW=0",
     // Grouped in whole blocks: one block a group (RegNet's 8 channels a group), and two input
     // blocks to four output blocks a group.
     "conv2d_nchwc:N=1,C=32,H=9,W=9,O=32,K=3,S=1,P=1,G=4,CB=8,BIAS=1,RES=1,ACT=1",
