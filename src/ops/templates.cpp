@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ops/softmax.h"
 #include "runtime/isa.h"
 #include "schedule/library.h"
@@ -455,6 +457,11 @@ void place_epilogue(std::vector<ProgramStrategy>* steps, const std::string& stag
 // vector, a register tile of tile_ow columns x tile_oc blocks accumulates across the whole
 // reduction, each input value is broadcast from its channel block (contiguous along ib) and each
 // weight vector is one contiguous load. Nothing is packed or transposed: the data arrives blocked.
+int64_t balanced_columns(int64_t row, int64_t widest) {
+  const int64_t tiles = std::max<int64_t>(2, (row + widest - 1) / widest);
+  return (row + tiles - 1) / tiles;
+}
+
 ConfigSpace conv2d_nchwc_space(const Workload& w) {
   int64_t cb = w.get_or("CB", 16), o = w.get("O"), kk = w.get("K"), p = w.get("P");
   int64_t kw = w.get_or("KW", 0) > 0 ? w.get("KW") : kk;
@@ -463,10 +470,16 @@ ConfigSpace conv2d_nchwc_space(const Workload& w) {
   int64_t ow = (w.get("W") + 2 * pw - span_w) / w.get("S") + 1;
   int64_t oh = (w.get("H") + 2 * p - span) / w.get("S") + 1;
   const bool padded = p > 0 || pw > 0;
+  // The columns that split the row evenly into tiles of at most 14 come last, where no other
+  // candidate is them (a 17-wide row's 9), so that the others keep their places.
+  std::vector<std::vector<int64_t>> columns{{1}, {2}, {3},  {4},  {5},  {6},
+                                            {7}, {8}, {12}, {14}, {16}, {28}};
+  const int64_t balanced = balanced_columns(ow, 14);
+  if (std::none_of(columns.begin(), columns.end(), [&](const auto& c) { return c[0] == balanced; }))
+    columns.push_back({balanced});
   std::vector<Knob> knobs{
       split_knob_from("tile_oc", o / cb, {{1}, {2}, {3}, {4}}),
-      split_knob_from("tile_ow", ow,
-                      {{1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {12}, {14}, {16}, {28}}),
+      split_knob_from("tile_ow", ow, columns),
       // Rows in the register tile too: each weight vector then feeds tile_oh x tile_ow pixels,
       // which is what keeps small planes (7 x 7 at 512 channels) from streaming the weights.
       split_knob_from("tile_oh", oh, {{1}, {2}, {4}, {7}}),

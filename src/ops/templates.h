@@ -34,10 +34,14 @@ ConfigSpace elementwise_space(const Workload& w);
 /// loop gets them), serial for 1.
 Config default_config(const ConfigSpace& space, const Workload& w, int threads);
 
-/// The threads an untuned kernel runs on: one below 1 MFLOP and 1 MB of operands, since waking
-/// the others costs more than they save (a few microseconds each, far more when a core is busy
-/// elsewhere); `threads` otherwise. The operands count for a kernel that streams more than it
-/// computes, as a batch-1 dense layer (the MLP's 784 x 512 layer reads 1.6 MB for 0.8 MFLOP).
+/// Columns of a register tile that split a row no candidate divides into near-equal tiles, at
+/// least two and at most `widest` columns each (17 as 9 + 8 rather than 8 + 8 + 1).
+int64_t balanced_columns(int64_t row, int64_t widest);
+
+/// The threads an untuned kernel runs on: one below 1 MFLOP and a quarter of a MiB of operands,
+/// since waking the others costs more than they save (a few microseconds each, far more when a core
+/// is busy elsewhere); `threads` otherwise. The operands count for a kernel that streams more than
+/// it computes, as a batch-1 dense layer (the MLP's 784 x 512 layer reads 1.6 MB for 0.8 MFLOP).
 /// SiLU, GELU and Tanh (ACT 4-6) add 40 FLOPs per output element. The threshold was 2 MFLOP,
 /// under which depthwise layers of 0.9-1.0 MFLOP ran on one thread where two are faster
 /// (MobileNet-v3's 28x28x96 5x5 stride 2, 19 -> 15 us; EfficientNet-B0's 7x7x1152 3x3, 15 -> 9 us;
