@@ -61,8 +61,8 @@ ConvParams conv_params(const Workload& w, bool depthwise) {
   c.p = w.get("P");
   c.d = depthwise ? 1 : w.get_or("D", 1);
   c.g = depthwise ? c.c : w.get_or("G", 1);
-  c.kw = w.get_or("KW", 0) > 0 ? w.get("KW") : c.k;
-  c.pw = w.get_or("PW", -1) >= 0 ? w.get("PW") : c.p;
+  c.kw = w.kernel_width();
+  c.pw = w.width_padding();
   int64_t span = (c.k - 1) * c.d + 1, span_w = (c.kw - 1) * c.d + 1;
   c.oh = (c.h + 2 * c.p - span) / c.s + 1;
   c.ow = (c.w + 2 * c.pw - span_w) / c.s + 1;

@@ -11,6 +11,7 @@
 
 #include "graph/op_attrs.h"
 #include "graph/op_rows.h"
+#include "ops/softmax.h"
 #include "te/error.h"
 #include "te/tensor.h"
 
@@ -525,20 +526,16 @@ TeKernel softmax_kernel(const std::vector<int64_t>& shape, int64_t axis, bool lo
   IterVar rm = reduce_axis(len, "rm"), rs = reduce_axis(len, "rs");
   Tensor mx = compute({outer, inner}, [&](Var o, Var i) { return max(x(o, rm.var, i), {rm}); },
                       "mx", {"o", "i"});
-  // No denormal exponentials, as in the library's softmax (ops/softmax.cpp): below FLT_MIN they
-  // are 0.
-  auto flushed_exp = [](Expr shifted) {
-    return select(shifted < f32(-87.33654475), f32(0.0), exp(shifted));
-  };
-  Tensor total =
-      compute({outer, inner},
-              [&](Var o, Var i) { return sum(flushed_exp(x(o, rs.var, i) - mx(o, i)), {rs}); },
-              "total", {"o", "i"});
+  // No denormal exponentials, as in the library's softmax.
+  Tensor total = compute(
+      {outer, inner},
+      [&](Var o, Var i) { return sum(exp_without_denormals(x(o, rs.var, i) - mx(o, i)), {rs}); },
+      "total", {"o", "i"});
   Tensor out = compute({outer, len, inner},
                        [&](Var o, Var j, Var i) {
                          Expr shifted = x(o, j, i) - mx(o, i);
                          return log_softmax ? shifted - log(total(o, i))
-                                            : flushed_exp(shifted) / total(o, i);
+                                            : exp_without_denormals(shifted) / total(o, i);
                        },
                        "out", {"i0", "i1", "i2"});
   return finish_kernel(log_softmax ? "log_softmax" : "softmax_axis", {x, out});

@@ -94,9 +94,10 @@ bool exp_activation(const Workload& w) {
 
 int64_t out_extent(const Workload& w, const std::string& key) {
   int64_t k = w.get("K"), d = w.get_or("D", 1), p = w.get("P"), s = w.get("S");
-  // A rectangular window's width and padding along W (conv2d_nchwc's KW, PW).
-  if (key == "W" && w.get_or("KW", 0) > 0) k = w.get("KW");
-  if (key == "W" && w.get_or("PW", -1) >= 0) p = w.get("PW");
+  if (key == "W") {
+    k = w.kernel_width();
+    p = w.width_padding();
+  }
   return (w.get(key) + 2 * p - (k - 1) * d - 1) / s + 1;
 }
 
@@ -203,7 +204,7 @@ void blocked_conv_defaults(Chooser& c, const Workload& w, int threads) {
   // AVX2, 2 threads), while its 28-wide ones ran 161 as 6 with a tail against 122 as 7 and its
   // 14-wide 3x3 ones 138 against 105.
   const int64_t row = out_extent(w, "W");
-  const bool pointwise = w.get("K") == 1 && w.get_or("KW", 1) == 1;
+  const bool pointwise = w.get("K") == 1 && w.kernel_width() == 1;
   if (pointwise && !few_channels && row % (most + 1) == 0 && row <= 2 * (most + 1))
     columns = most + 1;
   // A row that no tile splits evenly: on AVX2 two blocks take 7 columns where the last tile is

@@ -13,8 +13,8 @@ namespace tessera {
 // (MobileNet-v2's layers, 14 MB in all) the hints only cost issue slots.
 std::vector<ProgramStrategy> in_model_strategies(const Workload& w) {
   if (w.op == "conv2d_nchwc") {
-    const int64_t k = w.get("K"), kw = w.get_or("KW", 0) > 0 ? w.get("KW") : k;
-    const int64_t weight_bytes = w.get("O") * (w.get("C") / w.get_or("G", 1)) * k * kw * 4;
+    const int64_t weight_bytes =
+        w.get("O") * (w.get("C") / w.get_or("G", 1)) * w.get("K") * w.kernel_width() * 4;
     if (weight_bytes < (int64_t{1} << 20)) return {};
     // Each step of ib moves the weights on by one output block of floats.
     const int64_t step_bytes = w.get_or("CB", 16) * 4;

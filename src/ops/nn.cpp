@@ -60,7 +60,8 @@ std::pair<int64_t, int64_t> conv_output_plane(int64_t h, int64_t w, int64_t kh, 
                                               int64_t stride, int64_t pad, int64_t dilation,
                                               int64_t pad_w) {
   if (stride <= 0) throw_error("conv2d stride must be positive, got {}", stride);
-  if (pad < 0 || pad_w < 0) throw_error("conv2d padding must not be negative, got {}", pad);
+  if (pad < 0 || pad_w < 0)
+    throw_error("conv2d padding must not be negative, got {} and {}", pad, pad_w);
   if (dilation <= 0) throw_error("conv2d dilation must be positive, got {}", dilation);
   int64_t span_h = (kh - 1) * dilation + 1, span_w = (kw - 1) * dilation + 1;
   int64_t ph = h + 2 * pad, pw = w + 2 * pad_w;

@@ -83,9 +83,9 @@ ConvShape conv_shape(const Workload& w) {
   s.wb = w.get_or("WB", 0);
   if (s.wb < 0 || (s.wb > 0 && s.o % s.wb != 0))
     throw_error("{}: WB={} (pre-packed weight block) must divide O={}", w.op, s.wb, s.o);
-  s.kw = w.get_or("KW", 0) > 0 ? w.get("KW") : s.k;
-  s.pw = w.get_or("PW", -1) >= 0 ? w.get("PW") : s.p;
   if (w.get_or("KW", 0) < 0) throw_error("{}: KW must not be negative, got {}", w.op, w.get("KW"));
+  s.kw = w.kernel_width();
+  s.pw = w.width_padding();
   int64_t span = (s.k - 1) * s.d + 1, span_w = (s.kw - 1) * s.d + 1;
   if (span > s.h + 2 * s.p || span_w > s.w + 2 * s.pw) {
     throw_error("{}: kernel {} is larger than the padded input {}x{}", w.op,

@@ -19,6 +19,11 @@ namespace tessera {
 /// name).
 Tensor softmax_rows(const Tensor& x, const std::string& name = "softmax");
 
+/// e^x of a shifted score (x <= 0), 0 below FLT_MIN rather than a denormal: a masked score
+/// (Swin's -100) would otherwise make every product with its probability a microcode assist. The
+/// change is below 1.2e-38 in a probability of at most 1.
+Expr exp_without_denormals(const Expr& shifted);
+
 /// The operator for workload `softmax:M=..,N=..` (float32): args {x, softmax}. flops counts 5 per
 /// element (compare for the max, subtract, exp, add for the sum, scale; exp as one operation, the
 /// per-row reciprocal not counted); the reduction length is N. The reference computes in double

@@ -453,19 +453,18 @@ void place_epilogue(std::vector<ProgramStrategy>* steps, const std::string& stag
 
 }  // namespace
 
-// conv2d_NCHWc in its own layout, as TVM's x86 schedule: the output block's channels are the
-// vector, a register tile of tile_ow columns x tile_oc blocks accumulates across the whole
-// reduction, each input value is broadcast from its channel block (contiguous along ib) and each
-// weight vector is one contiguous load. Nothing is packed or transposed: the data arrives blocked.
 int64_t balanced_columns(int64_t row, int64_t widest) {
   const int64_t tiles = std::max<int64_t>(2, (row + widest - 1) / widest);
   return (row + tiles - 1) / tiles;
 }
 
+// conv2d_NCHWc in its own layout, as TVM's x86 schedule: the output block's channels are the
+// vector, a register tile of tile_ow columns x tile_oc blocks accumulates across the whole
+// reduction, each input value is broadcast from its channel block (contiguous along ib) and each
+// weight vector is one contiguous load. Nothing is packed or transposed: the data arrives blocked.
 ConfigSpace conv2d_nchwc_space(const Workload& w) {
   int64_t cb = w.get_or("CB", 16), o = w.get("O"), kk = w.get("K"), p = w.get("P");
-  int64_t kw = w.get_or("KW", 0) > 0 ? w.get("KW") : kk;
-  int64_t pw = w.get_or("PW", -1) >= 0 ? w.get("PW") : p;
+  int64_t kw = w.kernel_width(), pw = w.width_padding();
   int64_t span = (kk - 1) * w.get_or("D", 1) + 1, span_w = (kw - 1) * w.get_or("D", 1) + 1;
   int64_t ow = (w.get("W") + 2 * pw - span_w) / w.get("S") + 1;
   int64_t oh = (w.get("H") + 2 * p - span) / w.get("S") + 1;

@@ -42,6 +42,14 @@ int64_t Workload::get_or(const std::string& key, int64_t fallback) const {
   return fallback;
 }
 
+int64_t Workload::kernel_width() const {
+  return get_or("KW", 0) > 0 ? get("KW") : get("K");
+}
+
+int64_t Workload::width_padding() const {
+  return get_or("PW", -1) >= 0 ? get("PW") : get("P");
+}
+
 std::string Workload::text() const {
   std::vector<std::string> kv;
   for (const auto& [k, v] : params) kv.push_back(fmt::format("{}={}", k, v));

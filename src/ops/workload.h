@@ -19,6 +19,10 @@ struct Workload {
   int64_t get(const std::string& key) const;
   /// The value of `key`, or `fallback` when the workload does not give it.
   int64_t get_or(const std::string& key, int64_t fallback) const;
+  /// A convolution window's width and the padding of W: conv2d_nchwc's KW and PW where the
+  /// window is rectangular, else K and P.
+  int64_t kernel_width() const;
+  int64_t width_padding() const;
   /// Canonical text, `op:key=value,...` in the given order.
   std::string text() const;
 };
