@@ -117,9 +117,26 @@ HostTensor read_tensor(const onnx::TensorProto& tensor, const std::string& folde
       h.data = raw ? from_raw<int32_t>(t.raw_data(), count) : from_field(t.int32_data());
       h.is_int = true;
       break;
+    // Masks (T5's attention mask under the dynamo exporter) and small integer tables; the
+    // narrow types sit in int32_data when not raw.
+    case onnx::TensorProto::BOOL:
+    case onnx::TensorProto::UINT8:
+      h.data = raw ? from_raw<uint8_t>(t.raw_data(), count) : from_field(t.int32_data());
+      h.is_int = true;
+      break;
+    case onnx::TensorProto::INT8:
+      h.data = raw ? from_raw<int8_t>(t.raw_data(), count) : from_field(t.int32_data());
+      h.is_int = true;
+      break;
+    case onnx::TensorProto::INT16:
+      h.data = raw ? from_raw<int16_t>(t.raw_data(), count) : from_field(t.int32_data());
+      h.is_int = true;
+      break;
     default:
-      throw_error("tensor '{}' has element type {} (float, double, int32 and int64 are supported)",
-                  t.name(), onnx::TensorProto::DataType_Name(t.data_type()));
+      throw_error(
+          "tensor '{}' has element type {} (float, double, bool and 8- to 64-bit integers are "
+          "supported)",
+          t.name(), onnx::TensorProto::DataType_Name(t.data_type()));
   }
   if (static_cast<int64_t>(h.data.size()) != count)
     throw_error("tensor '{}' holds {} values for shape {}", t.name(), h.data.size(),

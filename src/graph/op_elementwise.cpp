@@ -165,6 +165,13 @@ void add_elementwise_rows(std::vector<OpDef>& t) {
   t.push_back(unary(
       "Not", [](double x) { return x == 0 ? 1.0 : 0.0; },
       [](Expr x) { return as_float(eq(x, f32(0.0))); }));
+  // Under torch's dynamo exporter, masked_fill after a softmax guards against NaN rows.
+  t.push_back(unary(
+      "IsNaN", [](double x) { return std::isnan(x) ? 1.0 : 0.0; },
+      [](Expr x) { return as_float(ne(x, x)); }));
+  t.push_back(unary(
+      "IsInf", [](double x) { return std::isinf(x) ? 1.0 : 0.0; },
+      [](Expr x) { return as_float(ne(x - x, f32(0.0))) * as_float(eq(x, x)); }));
   t.push_back(unary(
       "HardSwish", [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); },
       [](Expr x) { return x * min(max(x * f32(1.0 / 6) + f32(0.5), f32(0.0)), f32(1.0)); }));

@@ -1,7 +1,7 @@
-// The operator table's rows that exporters use to build attention masks: Trilu (a causal mask,
-// torch's legacy export of `is_causal`) and ScatterND (slice assignment: Swin's shifted-window
-// masks). Trilu is a kernel as well; ScatterND is folded at import, its inputs computed from
-// static shapes.
+// The operator table's rows that exporters use to build attention masks and biases: Trilu (a
+// causal mask, torch's legacy export of `is_causal`), ScatterND (slice assignment: Swin's
+// shifted-window masks) and GatherND (Swin-v2's position bias). Trilu is a kernel as well;
+// ScatterND and GatherND are folded at import, their inputs computed from static shapes.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -152,11 +152,82 @@ OpDef scatter_nd() {
   return d;
 }
 
+// GatherND: slices of the data named by index tuples, the first batch_dims dimensions shared.
+// data [b..., d_b ... d_r-1], indices [b..., i..., k] -> [b..., i..., d_b+k ...]. Swin-v2's
+// relative position bias reads its table so, under the dynamo exporter.
+struct GatherNdSpec {
+  int64_t batch_dims = 0, k = 0;
+  std::vector<int64_t> out;
+};
+
+GatherNdSpec gather_nd_spec(const Node& n, const Graph& g) {
+  const std::vector<int64_t>& data = input_shape(n, g, 0);
+  const std::vector<int64_t>& indices = input_shape(n, g, 1);
+  GatherNdSpec s;
+  s.batch_dims = n.attr_int("batch_dims", 0);
+  const auto rank = static_cast<int64_t>(data.size());
+  const auto index_rank = static_cast<int64_t>(indices.size());
+  if (index_rank < 1) throw_error("{}: indices must have rank 1 or more", n.where());
+  s.k = indices.back();
+  if (s.batch_dims < 0 || s.batch_dims >= std::min(rank, index_rank))
+    throw_error("{}: batch_dims {} for data {} and indices {}", n.where(), s.batch_dims,
+                shape_text(data), shape_text(indices));
+  if (s.k < 1 || s.batch_dims + s.k > rank)
+    throw_error("{}: index tuples of {} into data {} past {} batch dimensions", n.where(), s.k,
+                shape_text(data), s.batch_dims);
+  for (int64_t b = 0; b < s.batch_dims; ++b)
+    if (data[b] != indices[b])
+      throw_error("{}: batch dimension {} is {} in data and {} in indices", n.where(), b, data[b],
+                  indices[b]);
+  s.out.assign(indices.begin(), indices.end() - 1);
+  s.out.insert(s.out.end(), data.begin() + s.batch_dims + s.k, data.end());
+  return s;
+}
+
+OpDef gather_nd() {
+  OpDef d;
+  d.name = "GatherND";
+  d.attributes = {"batch_dims"};
+  d.lowering = Lowering::kFolded;
+  d.infer = [](const Node& n, const Graph& g) { return gather_nd_spec(n, g).out; };
+  d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+    const HostTensor &data = *in.at(0), &indices = *in.at(1);
+    const GatherNdSpec s = gather_nd_spec(n, g);
+    int64_t batches = 1, block = 1;
+    for (int64_t a = 0; a < s.batch_dims; ++a) batches *= data.shape[a];
+    for (size_t a = s.batch_dims + s.k; a < data.shape.size(); ++a) block *= data.shape[a];
+    int64_t batch_stride = 1;  // data elements per batch
+    for (size_t a = s.batch_dims; a < data.shape.size(); ++a) batch_stride *= data.shape[a];
+    const int64_t tuples_per_batch = num_elements(indices.shape) / s.k / batches;
+    HostTensor out{s.out, {}, data.is_int};
+    out.data.reserve(num_elements(s.out));
+    for (int64_t b = 0; b < batches; ++b) {
+      for (int64_t t = 0; t < tuples_per_batch; ++t) {
+        const int64_t tuple = (b * tuples_per_batch + t) * s.k;
+        int64_t offset = 0;
+        for (int64_t a = 0; a < s.k; ++a) {
+          const int64_t dim = data.shape[s.batch_dims + a];
+          const int64_t i = saturated_int(indices.data[tuple + a]);
+          if (i < -dim || i >= dim)
+            throw_error("{}: index {} out of range for dimension {} of {}", n.where(), i,
+                        s.batch_dims + a, dim);
+          offset = offset * dim + (i < 0 ? i + dim : i);
+        }
+        const double* from = data.data.data() + b * batch_stride + offset * block;
+        out.data.insert(out.data.end(), from, from + block);
+      }
+    }
+    return out;
+  };
+  return d;
+}
+
 }  // namespace
 
 void add_mask_rows(std::vector<OpDef>& t) {
   t.push_back(trilu());
   t.push_back(scatter_nd());
+  t.push_back(gather_nd());
 }
 
 }  // namespace tessera::graph

@@ -49,7 +49,8 @@ ReduceSpec reduce_spec(const Node& n, const Graph& g) {
   return s;
 }
 
-enum class ReduceKind { kSum, kMean, kMax, kMin };
+// L2 and L1: cosine attention (Swin-v2) and F.normalize write them.
+enum class ReduceKind { kSum, kMean, kMax, kMin, kSumSquare, kL2, kL1 };
 
 OpDef reduction(std::string name, ReduceKind kind) {
   OpDef d;
@@ -64,13 +65,16 @@ OpDef reduction(std::string name, ReduceKind kind) {
     double init = kind == ReduceKind::kMax   ? -std::numeric_limits<double>::infinity()
                   : kind == ReduceKind::kMin ? std::numeric_limits<double>::infinity()
                                              : 0.0;
-    HostTensor out{s.out_shape, std::vector<double>(num_elements(s.kept_shape), init), x.is_int};
+    HostTensor out{s.out_shape, std::vector<double>(num_elements(s.kept_shape), init),
+                   x.is_int && kind != ReduceKind::kL2};
     for (int64_t i = 0; i < x.num_elements(); ++i) {
       std::vector<int64_t> idx = unravel(i, x.shape);
       for (size_t k = 0; k < idx.size(); ++k)
         if (s.reduced[k]) idx[k] = 0;
       double& acc = out.data[ravel(idx, s.kept_shape)];
       double v = x.data[i];
+      if (kind == ReduceKind::kSumSquare || kind == ReduceKind::kL2) v *= v;
+      if (kind == ReduceKind::kL1) v = std::abs(v);
       acc = kind == ReduceKind::kMax   ? std::max(acc, v)
             : kind == ReduceKind::kMin ? std::min(acc, v)
                                        : acc + v;
@@ -79,6 +83,8 @@ OpDef reduction(std::string name, ReduceKind kind) {
       double count = static_cast<double>(x.num_elements()) / double(out.data.size());
       for (double& v : out.data) v /= count;
     }
+    if (kind == ReduceKind::kL2)
+      for (double& v : out.data) v = std::sqrt(v);
     return out;
   };
   d.kernel = [kind](const Node& n, const Graph& g) {
@@ -107,12 +113,26 @@ OpDef reduction(std::string name, ReduceKind kind) {
               return min(v, axes);
             case ReduceKind::kMean:
               return sum(v * f32(1.0 / static_cast<double>(count)), axes);
+            case ReduceKind::kSumSquare:
+            case ReduceKind::kL2:
+              return sum(v * v, axes);
+            case ReduceKind::kL1:
+              return sum(max(v, f32(0.0) - v), axes);
             case ReduceKind::kSum:
               break;
           }
           return sum(v, axes);
         },
-        "out", axis_names(s.kept_shape.size()));
+        kind == ReduceKind::kL2 ? "sum_square" : "out", axis_names(s.kept_shape.size()));
+    if (kind == ReduceKind::kL2) {
+      Tensor sum_square = out;
+      out = compute(
+          s.kept_shape,
+          [&](const std::vector<Var>& at) {
+            return sqrt(sum_square(std::vector<Expr>(at.begin(), at.end())));
+          },
+          "out", axis_names(s.kept_shape.size()));
+    }
     return finish_kernel("reduce", {in, out});
   };
   return d;
@@ -624,6 +644,9 @@ void add_nn_rows(std::vector<OpDef>& t) {
   t.push_back(reduction("ReduceSum", ReduceKind::kSum));
   t.push_back(reduction("ReduceMax", ReduceKind::kMax));
   t.push_back(reduction("ReduceMin", ReduceKind::kMin));
+  t.push_back(reduction("ReduceSumSquare", ReduceKind::kSumSquare));
+  t.push_back(reduction("ReduceL2", ReduceKind::kL2));
+  t.push_back(reduction("ReduceL1", ReduceKind::kL1));
   t.push_back(layer_normalization());
   t.push_back(log_softmax());
   t.push_back(conv_transpose());

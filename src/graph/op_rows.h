@@ -50,6 +50,6 @@ void add_folded_rows(std::vector<OpDef>& table);       // op_data.cpp: Shape, Ra
 void add_nn_rows(std::vector<OpDef>& table);           // op_nn.cpp: reductions, norms, ...
 void add_recurrent_rows(std::vector<OpDef>& table);    // op_rnn.cpp: LSTM, GRU
 void add_resize_rows(std::vector<OpDef>& table);       // op_resize.cpp: Resize, Upsample
-void add_mask_rows(std::vector<OpDef>& table);         // op_masks.cpp: Trilu, ScatterND
+void add_mask_rows(std::vector<OpDef>& table);         // op_masks.cpp: Trilu, ScatterND, GatherND
 
 }  // namespace tessera::graph

@@ -231,7 +231,7 @@ HostTensor reference_builtin(const Node& n, const Graph& g,
 HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
   const OpDef* op = find_op(n.op);
   if (!op) throw_error("{}: unsupported operator", n.where());
-  HostTensor out = op->reference(n, g, in);
+  HostTensor out = evaluate_row(*op, n, g, in);
   for (const Epilogue& e : n.epilogue) {
     switch (e.kind) {
       case Epilogue::Kind::kAdd: {

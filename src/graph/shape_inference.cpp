@@ -336,7 +336,7 @@ void fold_shape_arithmetic(const Node& n, const OpDef& op, Graph& g) {
     in.push_back(&it->second);
   }
   if (in.empty() || (small && num_elements(g.shape(out)) > kFoldAtImportElements)) return;
-  g.constants[out] = op.reference(n, g, in);
+  g.constants[out] = evaluate_row(op, n, g, in);
 }
 
 // A value computed from constants alone, whatever its size: what a folded row (ScatterND into
@@ -354,7 +354,7 @@ bool fold_cone(const std::string& v, Graph& g,
     in.push_back(i.empty() ? nullptr : &g.constants.at(i));
   }
   if (!op || in.empty()) return false;
-  g.constants[v] = op->reference(n, g, in);
+  g.constants[v] = evaluate_row(*op, n, g, in);
   return true;
 }
 

@@ -334,6 +334,45 @@ def masks():
     return b.model("masks", [1, 2, 40, 120], out, opset=18), [1, 2, 40, 120]
 
 
+def exporter_extras():
+    """What transformer and normalization exports add: T5's relative-position buckets folded
+    at import (a Log divided by a float32 constant, truncated: distances 16 and 32 land on an
+    integer only in float32), GatherND with batch dimensions on constants, a bool initializer,
+    IsNaN and IsInf guards, ReduceL2 (cosine attention), ReduceL1 and ReduceSumSquare."""
+    b = Builder(10)
+    n = 40
+    pos = np.arange(n)
+    rel = b.const((pos[None, :] - pos[:, None]).astype(np.int64))
+    dist = b.op("Abs", [rel])
+    exact = b.op("Less", [dist, b.ints(8)])
+    scaled = b.op("Div", [b.op("Log", [b.op("Div", [b.op("Cast", [dist], to=TensorProto.FLOAT),
+                                                       b.scalar(8.0)])]),
+                          b.scalar(np.float32(np.log(16.0)))])
+    far = b.op("Min", [b.op("Add", [b.op("Cast", [b.op("Mul", [scaled, b.scalar(8.0)])],
+                                         to=TensorProto.INT64), b.ints(8)]), b.ints(15)])
+    bucket = b.op("Add", [b.op("Where", [exact, dist, far]),
+                          b.const(((pos[None, :] > pos[:, None]) * 16).astype(np.int64))])
+    table = b.const(b.rng.standard_normal((32, 4)).astype(np.float32))
+    bias = b.op("Unsqueeze", [b.op("Transpose", [b.op("Gather", [table, bucket])],
+                                   perm=[2, 0, 1]), b.ints([0])])
+    x = b.op("Add", ["input", bias])
+    rows = b.const(b.rng.integers(0, 5, (4, n, 1)).astype(np.int64))
+    picked = b.op("GatherND", [b.const(b.rng.standard_normal((4, 5, n)).astype(np.float32)), rows],
+                  batch_dims=1)
+    x = b.op("Add", [x, b.op("Unsqueeze", [picked, b.ints([0])])])
+    keep = b.const(b.rng.integers(0, 2, (n, n)).astype(np.bool_))
+    x = b.op("Where", [keep, x, b.op("Mul", [x, b.scalar(0.5)])])
+    root = b.op("Sqrt", [x])  # NaN where x < 0
+    x = b.op("Add", [x, b.op("Where", [b.op("IsNaN", [root]), b.scalar(0.0), root])])
+    inverse = b.op("Reciprocal", [b.op("Relu", [b.op("Sub", [x, b.scalar(0.25)])])])
+    x = b.op("Where", [b.op("IsInf", [inverse]), b.scalar(-1.0), x])
+    norm = b.op("ReduceL2", [x], axes=[3], keepdims=1)
+    x = b.op("Div", [x, b.op("Max", [norm, b.scalar(1e-6)])])
+    x = b.op("Add", [x, b.op("ReduceL1", [x], axes=[1], keepdims=1)])
+    x = b.op("Sub", [x, b.op("ReduceSumSquare", [x], axes=[2, 3], keepdims=1)])
+    return b.model("exporter_extras", [1, 4, n, n], x, opset=17), [1, 4, n, n]
+
+
 def dcgan():
     """The AutoTVM paper's DCGAN generator, scaled down: ConvTranspose (stride 2, pads 1),
     BatchNormalization and Relu between them, Tanh at the end."""
@@ -455,6 +494,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--tolerance", type=float, default=1e-3)
+    p.add_argument("--only", nargs="*", help="run these models only (by builder name)")
     args = p.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
 
@@ -462,7 +502,9 @@ def main():
     print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
           f"{'ort ms':>9}  kernels")
     for build in (mlp, dqn, resnet, mobilenet, misc, se_block, grouped, shuffle, encoder, more_ops,
-                  dcgan, matmul_broadcast, recurrent_lm, resize, upsample, masks):
+                  dcgan, matmul_broadcast, recurrent_lm, resize, upsample, masks, exporter_extras):
+        if args.only and build.__name__ not in args.only:
+            continue
         model, shape = build()
         name = model.graph.name
         path = os.path.join(args.workdir, name + ".onnx")
