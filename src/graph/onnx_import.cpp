@@ -230,6 +230,92 @@ void split_recurrent_outputs(Graph& g) {
   g.nodes = std::move(nodes);
 }
 
+// One-dimensional convolutions and pools (audio, Whisper's and wav2vec2's front ends) run as
+// two-dimensional ones over a height of 1: the input gains that axis by a Reshape (0 copies a
+// dimension, so no shape is needed yet), the weight and the window attributes gain it too, and
+// a Reshape removes it from the output.
+void lift_one_dimensional(Graph& g) {
+  static const std::set<std::string> windowed = {"Conv", "ConvTranspose", "MaxPool", "AveragePool"};
+  std::vector<Node> nodes;
+  int64_t count = 0;
+  auto reshape_const = [&](std::vector<int64_t> shape) {
+    std::string name = fmt::format("tessera.lift_shape_{}", count++);
+    g.constants[name] = HostTensor{{static_cast<int64_t>(shape.size())},
+                                   std::vector<double>(shape.begin(), shape.end()),
+                                   true};
+    return name;
+  };
+  for (Node& n : g.nodes) {
+    bool one_d = false;
+    if (windowed.count(n.op)) {
+      auto kernel = n.attrs.find("kernel_shape");
+      if (kernel != n.attrs.end()) {
+        one_d = std::get<std::vector<int64_t>>(kernel->second).size() == 1;
+      } else if (n.inputs.size() > 1 && g.is_constant(n.inputs[1])) {
+        one_d = g.constants.at(n.inputs[1]).shape.size() == 3;
+      }
+    }
+    if (!one_d) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    Node lift;
+    lift.op = "Reshape";
+    lift.name = n.name + "_lift";
+    lift.inputs = {n.inputs[0], reshape_const({0, 0, 1, -1})};
+    lift.outputs = {n.inputs[0] + "_lifted_" + n.name};
+    n.inputs[0] = lift.outputs[0];
+    std::optional<Node> lift_weight;  // a weight computed from constants (weight norm)
+    if (n.inputs.size() > 1 && (n.op == "Conv" || n.op == "ConvTranspose")) {
+      auto w = g.constants.find(n.inputs[1]);
+      if (w != g.constants.end()) {
+        if (w->second.shape.size() != 3)
+          throw_error("{}: a one-dimensional window needs a weight of rank 3, got {}", n.where(),
+                      shape_text(w->second.shape));
+        HostTensor lifted = w->second;
+        lifted.shape.insert(lifted.shape.begin() + 2, 1);
+        n.inputs[1] += "_lifted";
+        g.constants[n.inputs[1]] = std::move(lifted);
+      } else {
+        lift_weight = Node{};
+        lift_weight->op = "Reshape";
+        lift_weight->name = n.name + "_lift_weight";
+        lift_weight->inputs = {n.inputs[1], reshape_const({0, 0, 1, -1})};
+        lift_weight->outputs = {n.inputs[1] + "_lifted_" + n.name};
+        n.inputs[1] = lift_weight->outputs[0];
+      }
+    }
+    auto widen = [&](const char* key, int64_t height) {
+      auto it = n.attrs.find(key);
+      if (it == n.attrs.end()) return;
+      auto& v = std::get<std::vector<int64_t>>(it->second);
+      if (std::string_view(key) == "pads") {
+        if (v.size() != 2) throw_error("{}: pads {} for one dimension", n.where(), v.size());
+        v = {0, v[0], 0, v[1]};
+      } else {
+        if (v.size() != 1)
+          throw_error("{}: {} of {} values for one dimension", n.where(), key, v.size());
+        v.insert(v.begin(), height);
+      }
+    };
+    for (const char* key : {"kernel_shape", "strides", "dilations", "output_padding"})
+      widen(key, 1);
+    widen("output_shape", 1);
+    widen("pads", 0);
+    Node drop;
+    drop.op = "Reshape";
+    drop.name = n.name + "_drop";
+    drop.outputs = {n.outputs[0]};
+    n.outputs[0] += "_2d";
+    drop.inputs = {n.outputs[0], reshape_const({0, 0, -1})};
+    nodes.push_back(std::move(lift));
+    if (lift_weight) nodes.push_back(std::move(*lift_weight));
+    nodes.push_back(std::move(n));
+    nodes.push_back(std::move(drop));
+  }
+  g.nodes = std::move(nodes);
+}
+
 // The first node reading `value`, for errors about the value that should name where it is used.
 std::string reader_of(const onnx::GraphProto& gp, const std::string& value) {
   for (const onnx::NodeProto& np : gp.node())
@@ -329,6 +415,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& folder) {
   }
   drop_unread_outputs(g);
   split_recurrent_outputs(g);
+  lift_one_dimensional(g);
   // Integer inputs are token ids: only a Gather's indices may read them.
   for (const Node& n : g.nodes)
     for (size_t i = 0; i < n.inputs.size(); ++i)

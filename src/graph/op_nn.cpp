@@ -1,5 +1,5 @@
 // The operator table's rows of network layers with te kernels of their own: reductions,
-// LayerNormalization, LogSoftmax, ConvTranspose (and the zero insertion and pixel shuffle it
+// LogSoftmax, ConvTranspose (and the zero insertion and pixel shuffle it
 // lowers to), DepthToSpace; the generic convolution, pooling and softmax kernels the planner falls
 // back to.
 #include <fmt/format.h>
@@ -30,18 +30,27 @@ struct ReduceSpec {
   std::vector<int64_t> out_shape;   // kept_shape, without them unless keepdims
 };
 
+// GlobalMaxPool reduces every axis after N and C, keeping them.
+bool is_global_pool(const Node& n) {
+  return n.op == "GlobalMaxPool";
+}
+
 ReduceSpec reduce_spec(const Node& n, const Graph& g) {
   const std::vector<int64_t>& x = input_shape(n, g, 0);
   auto rank = static_cast<int64_t>(x.size());
   std::optional<std::vector<int64_t>> axes = axes_of(n, g, 1);
   ReduceSpec s;
   s.reduced.assign(x.size(), false);
-  if (!axes || axes->empty()) {
+  if (is_global_pool(n)) {
+    if (rank < 3)
+      throw_error("{}: needs N, C and a spatial axis, got {}", n.where(), shape_text(x));
+    for (int64_t d = 2; d < rank; ++d) s.reduced[d] = true;
+  } else if (!axes || axes->empty()) {
     if (n.attr_int("noop_with_empty_axes", 0) == 0) s.reduced.assign(x.size(), true);
   } else {
     for (int64_t a : normalized_axes(n, *axes, rank)) s.reduced[a] = true;
   }
-  bool keep = n.attr_int("keepdims", 1) != 0;
+  bool keep = is_global_pool(n) || n.attr_int("keepdims", 1) != 0;
   for (int64_t d = 0; d < rank; ++d) {
     s.kept_shape.push_back(s.reduced[d] ? 1 : x[d]);
     if (!s.reduced[d] || keep) s.out_shape.push_back(s.reduced[d] ? 1 : x[d]);
@@ -55,7 +64,7 @@ enum class ReduceKind { kSum, kMean, kMax, kMin, kSumSquare, kL2, kL1 };
 OpDef reduction(std::string name, ReduceKind kind) {
   OpDef d;
   d.name = std::move(name);
-  d.attributes = {"axes", "keepdims", "noop_with_empty_axes"};
+  if (d.name != "GlobalMaxPool") d.attributes = {"axes", "keepdims", "noop_with_empty_axes"};
   d.lowering = Lowering::kKernel;
   d.kernel_inputs = {0};
   d.infer = [](const Node& n, const Graph& g) { return reduce_spec(n, g).out_shape; };
@@ -134,112 +143,6 @@ OpDef reduction(std::string name, ReduceKind kind) {
           "out", axis_names(s.kept_shape.size()));
     }
     return finish_kernel("reduce", {in, out});
-  };
-  return d;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Normalizations along trailing or any axes
-
-OpDef layer_normalization() {
-  OpDef d;
-  d.name = "LayerNormalization";
-  d.attributes = {"axis", "epsilon", "stash_type"};
-  d.lowering = Lowering::kKernel;
-  d.infer = [](const Node& n, const Graph& g) {
-    const std::vector<int64_t>& x = input_shape(n, g, 0);
-    int64_t axis = normalize_axis(n, n.attr_int("axis", -1), static_cast<int64_t>(x.size()));
-    int64_t cols = split_at(x, axis).second;
-    for (size_t i = 1; i < 3; ++i) {
-      if (!has_input(n, i)) continue;
-      int64_t e = num_elements(g.shape(n.inputs[i]));
-      if (e != cols && e != 1)
-        throw_error("{}: {} {} does not match the {} normalized elements", n.where(),
-                    i == 1 ? "scale" : "bias", shape_text(g.shape(n.inputs[i])), cols);
-    }
-    return x;
-  };
-  d.reference = [](const Node& n, const Graph&, const std::vector<const HostTensor*>& in) {
-    const HostTensor& x = *in.at(0);
-    int64_t axis = normalize_axis(n, n.attr_int("axis", -1), static_cast<int64_t>(x.shape.size()));
-    const auto [rows, row_length] = split_at(x.shape, axis);
-    // A copy for the lambda: clang 14 (the sanitizer build) cannot capture a binding.
-    const int64_t cols = row_length;
-    double eps = n.attr_float("epsilon", 1e-5);
-    const HostTensor* scale = in.size() > 1 ? in[1] : nullptr;
-    const HostTensor* bias = in.size() > 2 ? in[2] : nullptr;
-    auto at = [cols](const HostTensor* t, int64_t c) {
-      return t->data.size() == 1 ? t->data[0] : t->data[c % cols];
-    };
-    HostTensor out = x;
-    out.is_int = false;
-    for (int64_t r = 0; r < rows; ++r) {
-      double mean = 0, var = 0;
-      for (int64_t c = 0; c < cols; ++c) mean += x.data[r * cols + c];
-      mean /= double(cols);
-      for (int64_t c = 0; c < cols; ++c) var += std::pow(x.data[r * cols + c] - mean, 2);
-      var /= double(cols);
-      for (int64_t c = 0; c < cols; ++c) {
-        double v = (x.data[r * cols + c] - mean) / std::sqrt(var + eps);
-        if (scale) v *= at(scale, c);
-        if (bias) v += at(bias, c);
-        out.data[r * cols + c] = v;
-      }
-    }
-    return out;
-  };
-  d.kernel = [](const Node& n, const Graph& g) {
-    const std::vector<int64_t>& shape = g.shape(n.inputs[0]);
-    int64_t axis = normalize_axis(n, n.attr_int("axis", -1), static_cast<int64_t>(shape.size()));
-    auto [rows, cols] = split_at(shape, axis);
-    double eps = n.attr_float("epsilon", 1e-5);
-    Tensor x = placeholder({rows, cols}, DType::kFloat32, "x");
-    std::vector<Tensor> args{x};
-    std::optional<Tensor> scale, bias;
-    auto param = [&](size_t i, const char* name) -> std::optional<Tensor> {
-      if (!has_input(n, i)) return std::nullopt;
-      args.push_back(placeholder({num_elements(g.shape(n.inputs[i]))}, DType::kFloat32, name));
-      return args.back();
-    };
-    scale = param(1, "scale");
-    bias = param(2, "bias");
-    IterVar rc = reduce_axis(cols, "rc"), rv = reduce_axis(cols, "rv");
-    const double inv = 1.0 / static_cast<double>(cols);
-    Tensor mean =
-        compute({rows}, [&](Var r) { return sum(x(r, rc.var) * f32(inv), {rc}); }, "mean", {"r"});
-    Tensor var = compute({rows},
-                         [&](Var r) {
-                           Expr centered = x(r, rv.var) - mean(r);
-                           return sum(centered * centered * f32(inv), {rv});
-                         },
-                         "var", {"r"});
-    // One sqrt and one division per row, not per element (the vector code calls sqrt lane by
-    // lane).
-    Tensor rstd =
-        compute({rows}, [&](Var r) { return f32(1.0) / sqrt(var(r) + f32(eps)); }, "rstd", {"r"});
-    Tensor out =
-        compute({rows, cols},
-                [&](Var r, Var c) {
-                  Expr v = (x(r, c) - mean(r)) * rstd(r);
-                  auto at = [&](const Tensor& t) { return t->shape[0] == 1 ? t(0) : t(c); };
-                  if (scale) v = v * at(*scale);
-                  if (bias) v = v + at(*bias);
-                  return v;
-                },
-                "out", {"i0", "i1"});
-    args.push_back(out);
-    if (cols % 16 != 0) return finish_kernel("layer_norm", std::move(args));
-    // As softmax's fused form (ops/softmax.cpp): the row statistics computed at each tile of
-    // rows while it is in cache, as 16 partial sums along the row on whole vectors, the rows'
-    // tiles on threads. BERT's 128 x 768 normalization: 0.37 ms as root nests of scalar loops.
-    const int64_t tile = rows % 4 == 0 ? 4 : 1;
-    std::string strategy = fmt::format(
-        "split(i0, {}) ; compute_at(rstd, i0.outer) ; compute_at(var, i0.outer) ; "
-        "compute_at(mean, i0.outer) ; split(i1, 8) ; vectorize(i1.inner) ; split(rc, 16) ; "
-        "rfactor(mean, rc.inner) ; vectorize(rc.inner) ; split(rv, 16) ; rfactor(var, rv.inner) ; "
-        "vectorize(rv.inner) ; parallel(i0.outer)",
-        tile);
-    return finish_kernel("layer_norm", std::move(args), strategy, false);
   };
   return d;
 }
@@ -647,7 +550,7 @@ void add_nn_rows(std::vector<OpDef>& t) {
   t.push_back(reduction("ReduceSumSquare", ReduceKind::kSumSquare));
   t.push_back(reduction("ReduceL2", ReduceKind::kL2));
   t.push_back(reduction("ReduceL1", ReduceKind::kL1));
-  t.push_back(layer_normalization());
+  t.push_back(reduction("GlobalMaxPool", ReduceKind::kMax));
   t.push_back(log_softmax());
   t.push_back(conv_transpose());
   t.push_back(zero_insert());

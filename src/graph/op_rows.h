@@ -47,9 +47,10 @@ void add_elementwise_rows(std::vector<OpDef>& table);  // op_elementwise.cpp
 void add_view_rows(std::vector<OpDef>& table);         // op_data.cpp: Squeeze, Unsqueeze
 void add_data_rows(std::vector<OpDef>& table);         // op_data.cpp: Slice, Pad, ..., Gather
 void add_folded_rows(std::vector<OpDef>& table);       // op_data.cpp: Shape, Range, ...
-void add_nn_rows(std::vector<OpDef>& table);           // op_nn.cpp: reductions, norms, ...
-void add_recurrent_rows(std::vector<OpDef>& table);    // op_rnn.cpp: LSTM, GRU
-void add_resize_rows(std::vector<OpDef>& table);       // op_resize.cpp: Resize, Upsample
-void add_mask_rows(std::vector<OpDef>& table);         // op_masks.cpp: Trilu, ScatterND, GatherND
+void add_nn_rows(std::vector<OpDef>& table);           // op_nn.cpp: reductions, ConvTranspose, ...
+void add_norm_rows(std::vector<OpDef>& table);       // op_norms.cpp: Layer-, InstanceNormalization
+void add_recurrent_rows(std::vector<OpDef>& table);  // op_rnn.cpp: LSTM, GRU
+void add_resize_rows(std::vector<OpDef>& table);     // op_resize.cpp: Resize, Upsample
+void add_mask_rows(std::vector<OpDef>& table);       // op_masks.cpp: Trilu, ScatterND, GatherND
 
 }  // namespace tessera::graph

@@ -3,6 +3,7 @@
 // applies every row's rule and folds shape arithmetic as it goes.
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <unordered_map>
 
 #include "graph/graph.h"
@@ -376,7 +377,16 @@ void infer_shapes(Graph& g) {
   for (const Node& n : g.nodes) {
     for (const std::string& v : n.outputs) producers[v] = &n;
   }
-  for (const Node& n : g.nodes) {
+  for (Node& n : g.nodes) {
+    // The planner's global pool is NCHW's; over one or three spatial axes it is a mean.
+    if (n.op == "GlobalAveragePool" && n.inputs.size() == 1 && g.shapes.count(n.inputs[0]) &&
+        g.shape(n.inputs[0]).size() != 4 && g.shape(n.inputs[0]).size() >= 3) {
+      std::vector<int64_t> axes(g.shape(n.inputs[0]).size() - 2);
+      std::iota(axes.begin(), axes.end(), 2);
+      n.op = "ReduceMean";
+      n.attrs["axes"] = axes;
+      n.attrs["keepdims"] = int64_t{1};
+    }
     if (n.outputs.size() != 1)
       throw_error("{}: {} outputs (one is supported)", n.where(), n.outputs.size());
     for (const std::string& v : n.inputs)

@@ -373,6 +373,35 @@ def exporter_extras():
     return b.model("exporter_extras", [1, 4, n, n], x, opset=17), [1, 4, n, n]
 
 
+def one_dimensional():
+    """Audio front ends: Conv1d (strided, dilated, asymmetric pads; grouped with a weight
+    computed from constants, as weight norm exports it), BatchNormalization, MaxPool and
+    AveragePool over one axis, ConvTranspose1d, InstanceNormalization (and GroupNorm as torch
+    writes it, between two Reshapes), GlobalAveragePool and GlobalMaxPool of rank 3."""
+    b = Builder(11)
+    x = b.op("Conv", ["input", b.weight(16, 8, 9), b.const(b.rng.standard_normal(16).astype(
+        np.float32))], kernel_shape=[9], strides=[2], pads=[3, 2], dilations=[2])
+    x = b.op("Relu", [b.bn(x, 16)])
+    x = b.op("MaxPool", [x], kernel_shape=[3], strides=[2], pads=[1, 1])
+    v = b.weight(16, 4, 5)
+    norm = b.op("ReduceL2", [v], axes=[1, 2], keepdims=1)
+    w = b.op("Mul", [v, b.op("Div", [b.const(b.rng.uniform(0.5, 1.5, (16, 1, 1)).astype(
+        np.float32)), norm])])
+    x = b.op("Conv", [x, w], kernel_shape=[5], pads=[2, 2], group=4)
+    x = b.op("AveragePool", [x], kernel_shape=[4], strides=[3], pads=[1, 2], count_include_pad=0)
+    x = b.op("InstanceNormalization", [x, b.const(b.rng.uniform(0.5, 1.5, 16).astype(np.float32)),
+                                       b.const(b.rng.standard_normal(16).astype(np.float32))],
+             epsilon=1e-5)
+    g = b.op("Reshape", [x, b.ints([1, 4, -1])])
+    g = b.op("InstanceNormalization", [g, b.const(np.ones(4, np.float32)),
+                                       b.const(np.zeros(4, np.float32))])
+    x = b.op("Reshape", [g, b.ints([1, 16, -1])])
+    x = b.op("ConvTranspose", [x, b.weight(16, 8, 4)], strides=[2], pads=[1, 1])
+    x = b.op("Add", [x, b.op("GlobalAveragePool", [x])])
+    x = b.op("Sub", [x, b.op("GlobalMaxPool", [x])])
+    return b.model("one_dimensional", [1, 8, 200], x, opset=17), [1, 8, 200]
+
+
 def dcgan():
     """The AutoTVM paper's DCGAN generator, scaled down: ConvTranspose (stride 2, pads 1),
     BatchNormalization and Relu between them, Tanh at the end."""
@@ -502,7 +531,8 @@ def main():
     print(f"{'model':<22} {'max rel err':>12} {'.so err':>9} {'tessera ms':>11} {'.so ms':>8} "
           f"{'ort ms':>9}  kernels")
     for build in (mlp, dqn, resnet, mobilenet, misc, se_block, grouped, shuffle, encoder, more_ops,
-                  dcgan, matmul_broadcast, recurrent_lm, resize, upsample, masks, exporter_extras):
+                  dcgan, matmul_broadcast, recurrent_lm, resize, upsample, masks, exporter_extras,
+                  one_dimensional):
         if args.only and build.__name__ not in args.only:
             continue
         model, shape = build()
