@@ -38,6 +38,7 @@ std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options) {
   std::vector<PassLog> log;
   log.push_back({"fold_constants", fold_constants(g)});
   log.push_back({"pool_reductions", pool_reductions(g)});
+  log.push_back({"lower_einsum", lower_einsum(g)});
   log.push_back({"lower_conv_transpose", lower_conv_transpose(g)});
   log.push_back({"trim_padding_taps", trim_padding_taps(g)});
   log.push_back({"fold_batch_norm", fold_batch_norm(g)});

@@ -61,6 +61,7 @@ std::vector<OpDef> make_table() {
   add_elementwise_rows(t);
   add_nn_rows(t);
   add_norm_rows(t);
+  add_einsum_rows(t);
   add_recurrent_rows(t);
   add_data_rows(t);
   add_resize_rows(t);

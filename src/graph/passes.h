@@ -16,6 +16,10 @@ int fold_constants(Graph& g);
 /// A ReduceMean over the spatial axes of a 4-D value (global pooling as the dynamo exporter
 /// writes it) becomes a GlobalAveragePool, followed by a Flatten where keepdims is 0.
 int pool_reductions(Graph& g);
+/// An Einsum of two operands that contracts letters both share (no diagonal, nothing summed
+/// within one operand) becomes a MatMul over the shared output letters as batch, between
+/// Transposes and Reshapes that group the letters. Returns how many.
+int lower_einsum(Graph& g);
 /// A ConvTranspose with constant weights becomes a stride-1 Conv, so it runs as every Conv does:
 /// with a stride, one whose output channels are the phases of the output (which of the stride's
 /// rows and columns), or one per output phase joined by a Concat where one Conv's grid would

@@ -402,6 +402,30 @@ def one_dimensional():
     return b.model("one_dimensional", [1, 8, 200], x, opset=17), [1, 8, 200]
 
 
+def einsum():
+    """Einsum as MaxViT and attention code write it: batched contractions (lowered to MatMul),
+    an output in another order, a broadcast product, an implicit output; one operand's diagonal
+    and a sum over letters (the kernel); then torch.chunk's slice bounds in integer division."""
+    b = Builder(12)
+    q = b.op("Mul", ["input", b.scalar(0.5)])
+    k = b.op("Add", ["input", b.const(b.rng.standard_normal((1, 1, 6, 8)).astype(np.float32))])
+    scores = b.op("Einsum", [q, k], equation="bhid,bhjd->bhij")
+    p = b.op("Softmax", [scores], axis=-1)
+    o = b.op("Einsum", [p, "input"], equation="bhij,bhjd->bihd")
+    o = b.op("Einsum", [o, b.weight(8, 6)], equation="bihd,de->bihe")
+    o = b.op("Einsum", [b.op("Einsum", [scores], equation="bhii->bhi"), o],
+             equation="bhi,bihe->bihe")
+    total = b.op("Einsum", [o], equation="bihe->be")
+    o = b.op("Add", [o, b.op("Unsqueeze", [total, b.ints([1, 2])])])
+    o = b.op("Add", [o, b.op("Einsum", [o, b.weight(6, 6)], equation="abcd,de")])
+    width = b.op("Gather", [b.op("Shape", [o]), b.ints(3)])
+    chunk = b.op("Div", [b.op("Add", [width, b.ints(2)]), b.ints(3)])  # (6 + 2) / 3 = 2
+    end = b.op("Mul", [chunk, b.ints(2)])
+    o = b.op("Slice", [o, b.op("Unsqueeze", [chunk, b.ints([0])]),
+                       b.op("Unsqueeze", [end, b.ints([0])]), b.ints([3])])
+    return b.model("einsum", [2, 3, 6, 8], o, opset=13), [2, 3, 6, 8]
+
+
 def dcgan():
     """The AutoTVM paper's DCGAN generator, scaled down: ConvTranspose (stride 2, pads 1),
     BatchNormalization and Relu between them, Tanh at the end."""
@@ -532,7 +556,7 @@ def main():
           f"{'ort ms':>9}  kernels")
     for build in (mlp, dqn, resnet, mobilenet, misc, se_block, grouped, shuffle, encoder, more_ops,
                   dcgan, matmul_broadcast, recurrent_lm, resize, upsample, masks, exporter_extras,
-                  one_dimensional):
+                  one_dimensional, einsum):
         if args.only and build.__name__ not in args.only:
             continue
         model, shape = build()
