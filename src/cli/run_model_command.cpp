@@ -85,10 +85,12 @@ graph::HostTensor model_input(const RunModelArgs& args, const std::string& name,
                 input.is_int ? "integers" : "floats", name,
                 id_bound > 0 ? "integer ids (an int64 or int32 .npy)" : "floats");
   // The model's Gathers clamp an index into their table; onnxruntime refuses one outside it.
+  // A negative id counts from the end, as ONNX's Gather reads it.
+  const auto bound = static_cast<double>(id_bound);
   for (size_t i = 0; id_bound > 0 && i < input.data.size(); ++i)
-    if (input.data[i] < 0 || input.data[i] >= static_cast<double>(id_bound))
-      throw_error("{}: id {:.0f} at {} lies outside the model's tables [0, {})", args.input,
-                  input.data[i], i, id_bound);
+    if (input.data[i] < -bound || input.data[i] >= bound)
+      throw_error("{}: id {:.0f} at {} lies outside the model's tables [-{}, {})", args.input,
+                  input.data[i], i, id_bound, id_bound);
   return input;
 }
 

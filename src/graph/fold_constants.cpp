@@ -22,7 +22,7 @@ int fold_constants(Graph& g) {
     }
     std::vector<const HostTensor*> in;
     for (const std::string& v : n.inputs) in.push_back(v.empty() ? nullptr : &g.constants.at(v));
-    g.constants[n.outputs[0]] = evaluate_node(n, g, in);
+    g.constants[n.outputs[0]] = evaluate_node(n, g, in, true);
     ++folded;
   }
   g.nodes = std::move(kept);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -249,11 +250,12 @@ void lift_one_dimensional(Graph& g) {
     bool one_d = false;
     if (windowed.count(n.op)) {
       auto kernel = n.attrs.find("kernel_shape");
-      if (kernel != n.attrs.end()) {
+      const bool constant_weight = n.inputs.size() > 1 && g.is_constant(n.inputs[1]);
+      if (kernel != n.attrs.end())
         one_d = std::get<std::vector<int64_t>>(kernel->second).size() == 1;
-      } else if (n.inputs.size() > 1 && g.is_constant(n.inputs[1])) {
-        one_d = g.constants.at(n.inputs[1]).shape.size() == 3;
-      }
+      // A weight of another rank than 3 is the shape check's to report.
+      if (constant_weight && (n.op == "Conv" || n.op == "ConvTranspose"))
+        one_d = (one_d || kernel == n.attrs.end()) && g.constants.at(n.inputs[1]).shape.size() == 3;
     }
     if (!one_d) {
       nodes.push_back(std::move(n));
@@ -269,9 +271,6 @@ void lift_one_dimensional(Graph& g) {
     if (n.inputs.size() > 1 && (n.op == "Conv" || n.op == "ConvTranspose")) {
       auto w = g.constants.find(n.inputs[1]);
       if (w != g.constants.end()) {
-        if (w->second.shape.size() != 3)
-          throw_error("{}: a one-dimensional window needs a weight of rank 3, got {}", n.where(),
-                      shape_text(w->second.shape));
         HostTensor lifted = w->second;
         lifted.shape.insert(lifted.shape.begin() + 2, 1);
         n.inputs[1] += "_lifted";
@@ -314,6 +313,41 @@ void lift_one_dimensional(Graph& g) {
     nodes.push_back(std::move(drop));
   }
   g.nodes = std::move(nodes);
+}
+
+// The values of integer (or bool) type: integer inputs and constants, and what ops compute
+// from them (ONNX's types, followed without its type inference).
+std::set<std::string> integer_values(const Graph& g) {
+  static const std::set<std::string> to_bool = {
+      "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or",
+      "Xor",   "Not",  "IsNaN",       "IsInf",   "Shape",          "Size"};
+  // Ops whose output has the type of the input named: 0 for data movement and arithmetic, 1
+  // for Where (its condition is input 0).
+  static const std::map<std::string, size_t> keeps = {
+      {"Reshape", 0},   {"Flatten", 0},   {"Squeeze", 0},   {"Unsqueeze", 0}, {"Identity", 0},
+      {"CumSum", 0},    {"Expand", 0},    {"Slice", 0},     {"Tile", 0},      {"Transpose", 0},
+      {"Concat", 0},    {"Gather", 0},    {"GatherND", 0},  {"Pad", 0},       {"GatherElements", 0},
+      {"ReduceSum", 0}, {"ReduceMax", 0}, {"ReduceMin", 0}, {"Abs", 0},       {"Neg", 0},
+      {"Add", 0},       {"Sub", 0},       {"Mul", 0},       {"Div", 0},       {"Mod", 0},
+      {"Min", 0},       {"Max", 0},       {"Sum", 0},       {"Range", 0},     {"Where", 1},
+      {"ScatterND", 0}, {"Trilu", 0}};
+  std::set<std::string> ints = g.int_inputs;
+  for (const auto& [name, c] : g.constants)
+    if (c.is_int) ints.insert(name);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const Node& n : g.nodes) {
+      if (n.outputs.empty() || ints.count(n.outputs[0])) continue;
+      bool is_int = to_bool.count(n.op) > 0;
+      if (n.op == "Cast") is_int = !is_float_type(n.attr_int("to", 1));
+      if (n.op == "ConstantOfShape") is_int = n.attr_int("tessera.value_is_int", 0) != 0;
+      auto k = keeps.find(n.op);
+      if (k != keeps.end() && k->second < n.inputs.size())
+        is_int = ints.count(n.inputs[k->second]) > 0;
+      if (is_int) grew = ints.insert(n.outputs[0]).second || grew;
+    }
+  }
+  return ints;
 }
 
 // The first node reading `value`, for errors about the value that should name where it is used.
@@ -416,16 +450,28 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& folder) {
   drop_unread_outputs(g);
   split_recurrent_outputs(g);
   lift_one_dimensional(g);
-  // Integer inputs are token ids: only a Gather's indices may read them.
-  for (const Node& n : g.nodes)
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (g.int_inputs.count(n.inputs[i]) && !(n.op == "Gather" && i == 1))
-        throw_error(
-            "integer input '{}' is read by {} (only as the indices of a Gather, an "
-            "embedding lookup, is supported)",
-            n.inputs[i], n.where());
+  // Integers run as float32 (exact below 2^24); a division of them truncates.
+  const std::set<std::string> integers = integer_values(g);
+  for (Node& n : g.nodes)
+    if (n.op == "Div" && !n.inputs.empty() && integers.count(n.inputs[0]))
+      n.attrs["tessera.integer"] = int64_t{1};
   for (const std::string& v : g.outputs)
     if (g.int_inputs.count(v)) throw_error("integer input '{}' is an output of the model", v);
+  // An integer input is token ids: a Gather (an embedding lookup) bounds them, whatever else
+  // reads them.
+  for (const std::string& v : g.int_inputs) {
+    const std::set<std::string> views = id_values(g, {v});
+    bool looked_up = false;
+    for (const Node& n : g.nodes)
+      looked_up =
+          looked_up || (n.op == "Gather" && n.inputs.size() > 1 && views.count(n.inputs[1]));
+    if (!looked_up)
+      throw_error(
+          "integer input '{}' is not read as the indices of a Gather (an embedding lookup), "
+          "directly or through a Reshape, Flatten, Squeeze or Unsqueeze: only token ids are "
+          "supported as integer inputs",
+          v);
+  }
   // Every unsupported node and attribute at once, so that a user sees the whole list.
   if (std::optional<std::string> unsupported = unsupported_nodes(g))
     throw_error("{}", *unsupported);

@@ -587,10 +587,25 @@ StridedCopy read_strided_copy(const Node& n, const Graph& g) {
   return c;
 }
 
+std::set<std::string> id_values(const Graph& g, const std::set<std::string>& inputs) {
+  static const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                              "Identity"};
+  std::set<std::string> ids = inputs;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const Node& n : g.nodes)
+      if (views.count(n.op) && !n.inputs.empty() && ids.count(n.inputs[0]) &&
+          ids.insert(n.outputs.at(0)).second)
+        grew = true;
+  }
+  return ids;
+}
+
 int64_t id_bound(const Graph& g, const std::string& input) {
+  const std::set<std::string> ids = id_values(g, {input});
   int64_t bound = 0;
   for (const Node& n : g.nodes)
-    if (n.op == "Gather" && n.inputs.size() > 1 && n.inputs[1] == input) {
+    if (n.op == "Gather" && n.inputs.size() > 1 && ids.count(n.inputs[1])) {
       const std::vector<int64_t>& x = g.shape(n.inputs[0]);
       int64_t axis = normalize_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(x.size()));
       bound = bound == 0 ? x[axis] : std::min(bound, x[axis]);

@@ -39,10 +39,6 @@ HostTensor elementwise_reference(const OpDef& op, const Node& n, const Graph& g,
       x[k] = args[k]->data[broadcast_index(i, out.shape, args[k]->shape)];
     out.data[i] = op.eval(params, x);
   }
-  // Integer division truncates: torch.chunk's legacy export sizes its pieces as
-  // (192 + 2) / 3 in int64 (MaxViT's query, key and value).
-  if (out.is_int && op.name == "Div")
-    for (double& v : out.data) v = std::trunc(v);
   return out;
 }
 
@@ -128,12 +124,12 @@ Expr power(Expr x, double e) {
   return exp(log(x) * f32(e));
 }
 
+}  // namespace
+
 bool is_float_type(int64_t onnx_type) {
   // FLOAT, FLOAT16, DOUBLE, BFLOAT16
   return onnx_type == 1 || onnx_type == 10 || onnx_type == 11 || onnx_type == 16;
 }
-
-}  // namespace
 
 void add_elementwise_rows(std::vector<OpDef>& t) {
   // The vector code computes float32 sigmoid on whole vectors, through exp.
@@ -232,7 +228,19 @@ void add_elementwise_rows(std::vector<OpDef>& t) {
       }));
 
   t.push_back(binary("Sub", std::minus<double>(), [](Expr a, Expr b) { return a - b; }));
-  t.push_back(binary("Div", std::divides<double>(), [](Expr a, Expr b) { return a / b; }));
+  // Integer division truncates (tessera.integer, set at import): torch.chunk's legacy export
+  // sizes its pieces as (192 + 2) / 3 in int64 (MaxViT's query, key and value).
+  t.push_back(elementwise(
+      "Div", {}, 2, 2,
+      [](const std::vector<double>& p, const std::vector<double>& x) {
+        return p[0] != 0 ? std::trunc(x[0] / x[1]) : x[0] / x[1];
+      },
+      [](const std::vector<double>& p, const std::vector<Expr>& x) {
+        return p[0] != 0 ? cast(DType::kFloat32, cast(DType::kInt32, x[0] / x[1])) : x[0] / x[1];
+      },
+      [](const Node& n, const Graph&) {
+        return std::vector<double>{static_cast<double>(n.attr_int("tessera.integer", 0))};
+      }));
   // params: {1, e} where the exponent is a constant scalar (then the kernel multiplies), else {0}.
   t.push_back(elementwise(
       "Pow", {}, 2, 2,

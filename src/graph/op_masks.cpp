@@ -1,7 +1,8 @@
-// The operator table's rows that exporters use to build attention masks and biases: Trilu (a
-// causal mask, torch's legacy export of `is_causal`), ScatterND (slice assignment: Swin's
-// shifted-window masks) and GatherND (Swin-v2's position bias). Trilu is a kernel as well;
-// ScatterND and GatherND are folded at import, their inputs computed from static shapes.
+// The operator table's rows that exporters use to build attention masks, biases and positions:
+// Trilu (a causal mask, torch's legacy export of `is_causal`), ScatterND (slice assignment:
+// Swin's shifted-window masks), GatherND (Swin-v2's position bias), CumSum and GatherElements
+// (RoBERTa's position ids from its tokens). ScatterND and GatherND are folded at import, their
+// inputs computed from static shapes; the others are kernels as well.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -222,12 +223,137 @@ OpDef gather_nd() {
   return d;
 }
 
+// CumSum along one axis (inclusive or exclusive, forwards or reversed): RoBERTa's position ids
+// count the tokens that are not padding.
+struct CumSumSpec {
+  int64_t axis = 0;
+  bool exclusive = false, reverse = false;
+};
+
+CumSumSpec cum_sum_spec(const Node& n, const Graph& g) {
+  const std::vector<int64_t>& x = input_shape(n, g, 0);
+  std::vector<int64_t> axis = constant_ints(n, g, 1, "axis");
+  if (axis.size() != 1) throw_error("{}: axis must be one integer", n.where());
+  return {normalize_axis(n, axis[0], static_cast<int64_t>(x.size())),
+          n.attr_int("exclusive", 0) != 0, n.attr_int("reverse", 0) != 0};
+}
+
+// Whether position k along the axis counts towards position i.
+bool cum_sum_takes(const CumSumSpec& s, int64_t k, int64_t i) {
+  if (s.reverse) return s.exclusive ? k > i : k >= i;
+  return s.exclusive ? k < i : k <= i;
+}
+
+OpDef cum_sum() {
+  OpDef d;
+  d.name = "CumSum";
+  d.attributes = {"exclusive", "reverse"};
+  d.lowering = Lowering::kKernel;
+  d.kernel_inputs = {0};
+  d.infer = [](const Node& n, const Graph& g) {
+    cum_sum_spec(n, g);
+    return input_shape(n, g, 0);
+  };
+  d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+    const HostTensor& x = *in.at(0);
+    const CumSumSpec s = cum_sum_spec(n, g);
+    HostTensor out = x;
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      std::vector<int64_t> at = unravel(i, x.shape);
+      const int64_t position = at[s.axis];
+      double total = 0;
+      for (int64_t k = 0; k < x.shape[s.axis]; ++k) {
+        at[s.axis] = k;
+        if (cum_sum_takes(s, k, position)) total += x.data[ravel(at, x.shape)];
+      }
+      out.data[i] = total;
+    }
+    return out;
+  };
+  d.kernel = [](const Node& n, const Graph& g) {
+    const std::vector<int64_t>& x = g.shape(n.inputs[0]);
+    const CumSumSpec s = cum_sum_spec(n, g);
+    Tensor in = placeholder(x, DType::kFloat32, "in");
+    IterVar k = reduce_axis(x[s.axis], "k");
+    Tensor out = compute(
+        x,
+        [&](const std::vector<Var>& at) {
+          std::vector<Expr> idx(at.begin(), at.end());
+          idx[s.axis] = Expr(k.var);
+          Expr i(at[s.axis]), from(k.var);
+          Expr takes = s.reverse ? (s.exclusive ? from > i : from >= i)
+                                 : (s.exclusive ? from < i : from <= i);
+          return sum(select(takes, in(idx), f32(0.0)), {k});
+        },
+        "out", axis_names(x.size()));
+    return finish_kernel("cum_sum", {in, out});
+  };
+  return d;
+}
+
+// GatherElements: out[i] = data[i with the axis's index replaced by indices[i]], the indices
+// clamped into the data as Gather's runtime ids are.
+OpDef gather_elements() {
+  OpDef d;
+  d.name = "GatherElements";
+  d.attributes = {"axis"};
+  d.lowering = Lowering::kKernel;
+  d.infer = [](const Node& n, const Graph& g) {
+    const std::vector<int64_t>& data = input_shape(n, g, 0);
+    const std::vector<int64_t>& indices = input_shape(n, g, 1);
+    const int64_t axis = normalize_axis(n, n.attr_int("axis", 0), std::ssize(data));
+    if (indices.size() != data.size())
+      throw_error("{}: indices {} and data {} differ in rank", n.where(), shape_text(indices),
+                  shape_text(data));
+    for (size_t a = 0; a < data.size(); ++a)
+      if (static_cast<int64_t>(a) != axis && indices[a] > data[a])
+        throw_error("{}: indices {} exceed data {} off the axis", n.where(), shape_text(indices),
+                    shape_text(data));
+    return indices;
+  };
+  d.reference = [](const Node& n, const Graph&, const std::vector<const HostTensor*>& in) {
+    const HostTensor &data = *in.at(0), &indices = *in.at(1);
+    const int64_t axis = normalize_axis(n, n.attr_int("axis", 0), std::ssize(data.shape));
+    const int64_t dim = data.shape[axis];
+    HostTensor out{indices.shape, {}, data.is_int};
+    for (int64_t i = 0; i < indices.num_elements(); ++i) {
+      std::vector<int64_t> at = unravel(i, indices.shape);
+      int64_t k = saturated_int(indices.data[i]);
+      if (k < 0) k += dim;
+      at[axis] = std::clamp<int64_t>(k, 0, dim - 1);
+      out.data.push_back(data.data[ravel(at, data.shape)]);
+    }
+    return out;
+  };
+  d.kernel = [](const Node& n, const Graph& g) {
+    const std::vector<int64_t>& data = g.shape(n.inputs[0]);
+    const std::vector<int64_t>& index_shape = g.shape(n.inputs[1]);
+    const int64_t axis = normalize_axis(n, n.attr_int("axis", 0), std::ssize(data));
+    const int dim = static_cast<int>(data[axis]);
+    Tensor in = placeholder(data, DType::kFloat32, "data");
+    Tensor indices = placeholder(index_shape, DType::kFloat32, "indices");
+    Tensor out = compute(
+        index_shape,
+        [&](const std::vector<Var>& at) {
+          std::vector<Expr> idx(at.begin(), at.end());
+          Expr raw = cast(DType::kInt32, indices(idx));
+          idx[axis] = min(max(select(raw < Expr(0), raw + dim, raw), Expr(0)), Expr(dim - 1));
+          return in(idx);
+        },
+        "out", axis_names(index_shape.size()));
+    return finish_kernel("gather_elements", {in, indices, out});
+  };
+  return d;
+}
+
 }  // namespace
 
 void add_mask_rows(std::vector<OpDef>& t) {
   t.push_back(trilu());
   t.push_back(scatter_nd());
   t.push_back(gather_nd());
+  t.push_back(cum_sum());
+  t.push_back(gather_elements());
 }
 
 }  // namespace tessera::graph

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -144,9 +145,15 @@ TeKernel lstm_hidden_kernel(int64_t batch, int64_t hidden);
 TeKernel gru_cell_kernel(int64_t batch, int64_t hidden, bool linear_before_reset);
 TeKernel gru_reset_kernel(int64_t batch, int64_t hidden);
 
-/// The size of the smallest table the Gathers reading integer input `input` index: ids are
-/// read in [0, bound).
+/// The integer inputs and the views of them (a Reshape of the token ids: GPT-2's
+/// `input_ids.view(-1, n)`), which only Gathers may read as indices.
+std::set<std::string> id_values(const Graph& g, const std::set<std::string>& inputs);
+/// The size of the smallest table the Gathers reading integer input `input` (or a view of it)
+/// index: ids are read in [0, bound).
 int64_t id_bound(const Graph& g, const std::string& input);
+
+/// Whether an ONNX element type (a Cast's `to`) is a floating-point one.
+bool is_float_type(int64_t onnx_type);
 
 /// A constant's element as an integer: saturated at int64's ends (exporters write INT64_MAX for
 /// "to the end", which a double rounds to 2^63, past the largest int64).

@@ -228,10 +228,11 @@ HostTensor reference_builtin(const Node& n, const Graph& g,
   throw_internal("{}: not a builtin operator", n.where());
 }
 
-HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in,
+                         bool as_float32) {
   const OpDef* op = find_op(n.op);
   if (!op) throw_error("{}: unsupported operator", n.where());
-  HostTensor out = evaluate_row(*op, n, g, in);
+  HostTensor out = op->reference(n, g, in);
   for (const Epilogue& e : n.epilogue) {
     switch (e.kind) {
       case Epilogue::Kind::kAdd: {
@@ -256,6 +257,8 @@ HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const 
       }
     }
   }
+  if (as_float32 && !out.is_int)
+    for (double& v : out.data) v = static_cast<float>(v);
   return out;
 }
 

@@ -10,8 +10,11 @@
 
 namespace tessera::graph {
 
-/// Evaluates one node on its inputs (nullptr for an omitted optional input), then its epilogue.
-HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in);
+/// Evaluates one node on its inputs (nullptr for an omitted optional input), then its epilogue,
+/// in doubles (the reference path's ground truth), or with the result rounded to float32 where
+/// `as_float32` (constant folding: what a float32 runtime would store, evaluate_row).
+HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in,
+                         bool as_float32 = false);
 
 /// Runs the whole graph on the given runtime inputs (by name); returns the graph outputs in order.
 std::vector<HostTensor> run_reference(const Graph& g,

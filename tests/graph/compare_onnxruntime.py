@@ -426,6 +426,27 @@ def einsum():
     return b.model("einsum", [2, 3, 6, 8], o, opset=13), [2, 3, 6, 8]
 
 
+def token_positions():
+    """RoBERTa's embeddings: position ids counted at run time from the int64 tokens that are
+    not padding (a comparison, Cast, CumSum, Mul, Add, an integer Div), read by a Gather and by
+    GatherElements; a reversed exclusive CumSum of floats."""
+    b = Builder(13)
+    seq, vocab, embed = 12, 50, 8
+    kept = b.op("Cast", [b.op("Greater", ["input", b.ints(-20)])], to=TensorProto.INT32)
+    counted = b.op("Mul", [b.op("CumSum", [kept, b.ints(1)]), kept])
+    positions = b.op("Add", [b.op("Cast", [counted], to=TensorProto.INT64), b.ints(1)])
+    x = b.op("Gather", [b.weight(vocab, embed, scale=1.0), "input"])
+    x = b.op("Add", [x, b.op("Gather", [b.weight(seq + 2, embed, scale=1.0), positions])])
+    kinds = b.op("GatherElements", [b.const(b.rng.integers(0, 3, (2, seq + 2)).astype(np.int64)),
+                                    positions], axis=1)
+    x = b.op("Add", [x, b.op("Gather", [b.weight(3, embed, scale=1.0), kinds])])
+    halves = b.op("Cast", [b.op("Div", [positions, b.ints(2)])], to=TensorProto.FLOAT)
+    x = b.op("Add", [x, b.op("Unsqueeze", [halves, b.ints([2])])])
+    x = b.op("Sub", [x, b.op("CumSum", [x, b.ints(-2)], exclusive=1, reverse=1)])
+    return b.model("token_positions", [2, seq], x, opset=14,
+                   input_type=TensorProto.INT64), [2, seq]
+
+
 def dcgan():
     """The AutoTVM paper's DCGAN generator, scaled down: ConvTranspose (stride 2, pads 1),
     BatchNormalization and Relu between them, Tanh at the end."""
@@ -450,7 +471,7 @@ def matmul_broadcast():
 
 
 def recurrent_lm():
-    """A language model in small: int64 token ids (negative ones too) read by an embedding
+    """A language model in small: int64 token ids read by an embedding
     Gather, a bidirectional LSTM with biases and initial states whose three outputs are all read,
     then GRUs with and without linear_before_reset, one of them reversed."""
     b = Builder(10)
@@ -556,7 +577,7 @@ def main():
           f"{'ort ms':>9}  kernels")
     for build in (mlp, dqn, resnet, mobilenet, misc, se_block, grouped, shuffle, encoder, more_ops,
                   dcgan, matmul_broadcast, recurrent_lm, resize, upsample, masks, exporter_extras,
-                  one_dimensional, einsum):
+                  one_dimensional, einsum, token_positions):
         if args.only and build.__name__ not in args.only:
             continue
         model, shape = build()

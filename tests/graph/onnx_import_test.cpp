@@ -136,10 +136,10 @@ TEST(GraphOnnxImport, EveryUnsupportedNodeAndAttributeIsReportedAtOnce) {
   onnx::ModelProto m = small_model("LpNormalization");
   onnx::GraphProto* g = m.mutable_graph();
   add_node(g, "LpNormalization", "odd2", {"o"}, "o2");
-  add_node(g, "Einsum", "odd3", {"o2"}, "o3");
+  add_node(g, "Col2Im", "odd3", {"o2"}, "o3");
   add_ints(g->mutable_node(0), "weird_knob", {1});
   std::string e = error_of(m);
-  EXPECT_NE(e.find("3 unsupported nodes: Einsum (node 'odd3'), LpNormalization x2 (nodes 'odd1', "
+  EXPECT_NE(e.find("3 unsupported nodes: Col2Im (node 'odd3'), LpNormalization x2 (nodes 'odd1', "
                    "'odd2')"),
             std::string::npos)
       << e;
