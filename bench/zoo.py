@@ -2,15 +2,19 @@
 """The models users bring: export real networks with torch, run them with tessera, onnxruntime
 and (when installed) OpenVINO, and compare.
 
-One model of each torchvision classification family, two segmentation networks, the AutoTVM paper's DCGAN generator and LSTM
-language model, a BERT-base-sized encoder at sequence 128 and a GPT-style causal decoder, each exported with both of torch's
-exporters (`dynamo=False`, the TorchScript one, and `dynamo=True`, the default), random weights,
-batch 1. For each export: does tessera import it (and if not, its one-line reason), its largest
-relative error against onnxruntime, and the median time of each runtime over alternating rounds.
+One model of each torchvision classification family, two segmentation networks, the AutoTVM
+paper's DCGAN generator and LSTM language model, a BERT-base-sized encoder at sequence 128, a
+GPT-style causal decoder, and five models of Hugging Face's transformers (DistilBERT, RoBERTa,
+GPT-2, T5-small's encoder, Whisper-tiny's encoder, from their configurations), each exported
+with both of torch's exporters (`dynamo=False`, the TorchScript one, and `dynamo=True`, the
+default), random weights, batch 1. For each export: does tessera import it (and if not, its
+one-line reason), its largest relative error against onnxruntime, and the median time of each
+runtime over alternating rounds.
 
-Needs torch and torchvision (large: not part of CI); onnx, onnxruntime and numpy; openvino is
-optional, and runs in float32 as the others do (its own default on CPUs with AMX or AVX-512 BF16
-is bfloat16), its error against onnxruntime reported beside tessera's. Example:
+Needs torch and torchvision (large: not part of CI), transformers for its five; onnx,
+onnxruntime and numpy; openvino is optional, and runs in float32 as the others do (its own
+default on CPUs with AMX or AVX-512 BF16 is bfloat16), its error against onnxruntime reported
+beside tessera's. Example:
 
     python3 bench/zoo.py --tessera build/tessera --out docs/bench/zoo --threads 2 --rounds 5
     python3 bench/zoo.py --tessera build/tessera --models resnet18 vit_b_16 --survey
@@ -118,6 +122,30 @@ def gpt_decoder():
     return GPT().eval(), ((1, seq), torch.int64)
 
 
+def transformers_model(config, model, shape, **settings):
+    """A model of Hugging Face's transformers package from its configuration (random weights,
+    nothing downloaded): its last hidden state. `shape` as the others' specs."""
+
+    def make():
+        import torch.nn as nn
+        import transformers
+
+        net = getattr(transformers, model)(getattr(transformers, config)(**settings))
+        body = net.get_encoder() if model == "WhisperModel" else net
+
+        class Hidden(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = body.eval()
+
+            def forward(self, x):
+                return self.net(x).last_hidden_state
+
+        return Hidden().eval(), shape
+
+    return make
+
+
 def lstm_lm():
     """The AutoTVM paper's LSTM language model: embedding, two LSTM layers of 650, a decoder
     over a 10000-word vocabulary, 35 tokens."""
@@ -162,6 +190,19 @@ MODELS = {
     "bert_base_encoder": bert_encoder,
     "lstm_lm": lstm_lm,
     "gpt_decoder": gpt_decoder,
+    "maxvit_t": classification("maxvit_t"),
+    "swin_v2_t": classification("swin_v2_t"),
+    # transformers' own models, base configurations, 128 tokens.
+    "distilbert_base": transformers_model("DistilBertConfig", "DistilBertModel",
+                                          ((1, 128), "int64")),
+    "roberta_base": transformers_model("RobertaConfig", "RobertaModel", ((1, 128), "int64")),
+    "gpt2_small": transformers_model("GPT2Config", "GPT2Model", ((1, 128), "int64")),
+    "t5_small_encoder": transformers_model("T5Config", "T5EncoderModel", ((1, 128), "int64")),
+    # Whisper-tiny's encoder on 30 s of 80 log-mel bins.
+    "whisper_tiny_encoder": transformers_model(
+        "WhisperConfig", "WhisperModel", (1, 80, 3000), d_model=384, encoder_layers=4,
+        encoder_attention_heads=6, encoder_ffn_dim=1536, decoder_layers=4,
+        decoder_attention_heads=6, decoder_ffn_dim=1536),
 }
 
 
@@ -178,6 +219,7 @@ def export(name, exporter, path):
     # The legacy exporter cannot write the fused attention of the eval fast path.
     torch.backends.mha.set_fastpath_enabled(False)
     shape, dtype = spec if isinstance(spec[0], tuple) else (spec, torch.float32)
+    dtype = torch.int64 if dtype == "int64" else dtype
     x = (torch.randint(0, 10000, shape) if dtype == torch.int64 else torch.rand(shape))
     with torch.no_grad():
         if exporter == "legacy":
