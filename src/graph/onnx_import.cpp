@@ -297,8 +297,19 @@ void lift_one_dimensional(Graph& g) {
         v.insert(v.begin(), height);
       }
     };
-    for (const char* key : {"kernel_shape", "strides", "dilations", "output_padding"})
-      widen(key, 1);
+    // Over a height of 1 with a kernel height of 1 the stride and dilation along it change
+    // nothing; the width's are repeated, so that the blocked convolution (one stride for both
+    // axes) takes strided ones.
+    auto width_value = [&](const char* key) {
+      auto it = n.attrs.find(key);
+      if (it == n.attrs.end()) return int64_t{1};
+      const auto& v = std::get<std::vector<int64_t>>(it->second);
+      return v.empty() ? int64_t{1} : v[0];
+    };
+    widen("strides", width_value("strides"));
+    widen("dilations", width_value("dilations"));
+    widen("kernel_shape", 1);
+    widen("output_padding", 0);
     widen("output_shape", 1);
     widen("pads", 0);
     Node drop;

@@ -408,9 +408,11 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
     const int64_t n = w.get("N");
     c.label("fuse", "row_tile");
     c.label("exp", "stored");
-    // A row no vector width divides (ViT's 197 tokens) still runs as vectors of 16, the last
-    // one masked: ViT-B/16's 2364 x 197 softmax took 2.29 ms scalar, 0.17 so (1 thread, Zen 5).
-    const bool ragged = n % 4 != 0 && n >= 16;
+    // A row of 32 or more that 16 does not divide (ViT's 197 tokens) still runs as vectors of
+    // 16, the last one masked (below 32 the mask costs more than 4-wide vectors gain): ViT-B/16's
+    // 2364 x 197 softmax took 2.29 ms scalar, 0.17 so (1 thread, Zen 5); Whisper's 9000 x 1500
+    // (rows of 4 vectors of 4 before) 18.2 ms, 5.1 so (2 threads, EMR).
+    const bool ragged = n % 16 != 0 && n >= 32;
     if (n % 16 == 0 || ragged) c.label("row_stages", "rfactor");
     c.value("vector_j", {{16}, {8}, {4}},
             [&](const std::vector<int64_t>& v) { return ragged || n % v[0] == 0; });

@@ -1,0 +1,195 @@
+// The rows transformer, audio and style-transfer exports brought: each kernel against its
+// reference on random inputs, Einsum's contractions lowered to MatMul, folding in float32.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "graph/executor.h"
+#include "graph/passes.h"
+#include "graph/reference.h"
+#include "graph_builder.h"
+#include "te/error.h"
+
+namespace tessera {
+namespace {
+
+using graph::Graph;
+using graph::HostTensor;
+using testing::GraphBuilder;
+
+// The graph's output run by the reference path (as given) and by the compiled executor (after
+// the default passes, which `after` may inspect); their largest relative difference.
+double kernel_error(Graph g, GraphBuilder& b, const std::function<void(const Graph&)>& after = {}) {
+  HostTensor x = b.random_tensor(g.shape(g.inputs[0]), -2, 2);
+  HostTensor expected = graph::run_reference(g, {{g.inputs[0], x}}).at(0);
+  graph::run_default_passes(g);
+  if (after) after(g);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(x.data);
+  ex.run();
+  HostTensor got = ex.output(0);
+  EXPECT_EQ(got.shape, expected.shape);
+  return testing::max_relative_error(got, expected);
+}
+
+int count_op(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const graph::Node& node : g.nodes) n += node.op == op;
+  return n;
+}
+
+HostTensor ints(std::vector<int64_t> shape, std::vector<double> values) {
+  return {std::move(shape), std::move(values), true};
+}
+
+// Rows of 40 (the plain kernel) and of 64 (the vectorized one), and GroupNorm's single
+// normalization over a group of channels.
+TEST(OpRows, InstanceNormalizationMatchesTheReference) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 3, 40}, {1, 4, 8, 8}, {1, 2, 256}}) {
+    SCOPED_TRACE(::testing::PrintToString(shape));
+    GraphBuilder b(31);
+    std::string x = b.input(shape);
+    std::string y =
+        b.node("InstanceNormalization", {x, b.random({shape[1]}, 0.5, 1.5), b.random({shape[1]})},
+               {{"epsilon", 1e-5}});
+    EXPECT_LT(kernel_error(b.finish(b.node("Relu", {y})), b), 1e-5);
+  }
+}
+
+TEST(OpRows, ReductionsL1L2AndSumSquareMatchTheReference) {
+  for (const char* op : {"ReduceL2", "ReduceL1", "ReduceSumSquare"}) {
+    for (int64_t keep : {0, 1}) {
+      SCOPED_TRACE(fmt::format("{} keepdims {}", op, keep));
+      GraphBuilder b(32);
+      std::string x = b.input({2, 3, 20});
+      std::string r = b.node(op, {x}, {{"axes", std::vector<int64_t>{1, 2}}, {"keepdims", keep}});
+      EXPECT_LT(kernel_error(b.finish(b.node("Relu", {r})), b), 1e-5);
+    }
+  }
+}
+
+// Batched contractions in any letter order become one MatMul; a diagonal, a letter summed
+// within one operand and three operands run as the Einsum kernel.
+TEST(OpRows, EinsumMatchesTheReferenceLoweredOrNot) {
+  struct Case {
+    std::string equation;
+    std::vector<int64_t> input, other;  // other empty: one operand
+    bool lowered;
+  };
+  const std::vector<Case> cases = {
+      {"bhid,bhjd->bhij", {2, 3, 5, 8}, {2, 3, 7, 8}, true},
+      {"bhij,bhjd->bihd", {2, 3, 5, 7}, {2, 3, 7, 4}, true},
+      {"ij,jk", {6, 5}, {5, 3}, true},
+      {"bi,bj->bij", {3, 4}, {3, 5}, true},
+      {"bii->bi", {2, 5, 5}, {}, false},
+      {"bij,jk->bk", {2, 3, 4}, {4, 5}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.equation);
+    GraphBuilder b(33);
+    std::vector<std::string> in{b.input(c.input)};
+    if (!c.other.empty()) in.push_back(b.random(c.other));
+    std::string e = b.node("Einsum", in, {{"equation", c.equation}});
+    Graph g = b.finish(b.node("Relu", {e}));
+    EXPECT_LT(kernel_error(g, b,
+                           [&](const Graph& passed) {
+                             EXPECT_EQ(count_op(passed, "Einsum"), c.lowered ? 0 : 1);
+                           }),
+              1e-5);
+  }
+  GraphBuilder b(34);
+  std::string x = b.input({2, 3});
+  try {
+    b.finish(b.node("Einsum", {x}, {{"equation", std::string("...i->i")}}));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("an ellipsis in equation '...i->i' is not supported"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(OpRows, CumSumInEveryModeMatchesTheReference) {
+  for (int64_t axis : {1, -2}) {
+    for (int64_t exclusive : {0, 1}) {
+      for (int64_t reverse : {0, 1}) {
+        SCOPED_TRACE(fmt::format("axis {} exclusive {} reverse {}", axis, exclusive, reverse));
+        GraphBuilder b(35);
+        std::string x = b.input({3, 7, 4});
+        std::string c = b.node("CumSum", {x, b.constant(ints({}, {double(axis)}))},
+                               {{"exclusive", exclusive}, {"reverse", reverse}});
+        EXPECT_LT(kernel_error(b.finish(b.node("Relu", {c})), b), 1e-5);
+      }
+    }
+  }
+}
+
+// Indices from the end and past it (clamped, as Gather's runtime ids are).
+TEST(OpRows, GatherElementsMatchesTheReference) {
+  GraphBuilder b(36);
+  std::string x = b.input({3, 6});
+  std::string i = b.constant(ints({3, 4}, {0, 5, -1, 2, 3, 3, -6, 1, 4, 0, 2, 9}));
+  std::string y = b.node("GatherElements", {x, i}, {{"axis", int64_t{1}}});
+  EXPECT_LT(kernel_error(b.finish(b.node("Relu", {y})), b), 1e-6);
+}
+
+// GatherND on constants is folded at import (with batch dimensions); on a runtime value it is
+// one clear error.
+TEST(OpRows, GatherNdFoldsOnConstantsOnly) {
+  GraphBuilder b(37);
+  std::string x = b.input({2, 4});
+  HostTensor data{{2, 3, 4}, {}, false};
+  for (int i = 0; i < 24; ++i) data.data.push_back(i);
+  std::string picked = b.node("GatherND", {b.constant(data), b.constant(ints({2, 1}, {2, 1}))},
+                              {{"batch_dims", int64_t{1}}});
+  Graph g = b.finish(b.node("Add", {x, picked}));
+  ASSERT_TRUE(g.is_constant(picked));
+  EXPECT_EQ(g.constants.at(picked).shape, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(g.constants.at(picked).data, (std::vector<double>{8, 9, 10, 11, 16, 17, 18, 19}));
+  GraphBuilder r(38);
+  std::string y = r.input({3, 4});
+  std::string bad = r.node("GatherND", {y, r.constant(ints({1, 1}, {1}))});
+  try {
+    r.finish(bad);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input '" + y + "' is known only at run time"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A Div of integers truncates towards zero, in the kernel as in the reference.
+TEST(OpRows, IntegerDivisionTruncates) {
+  GraphBuilder b(39);
+  std::string x = b.input({4, 16});
+  std::string d =
+      b.node("Div", {x, b.constant({{}, {0.375}, false})}, {{"tessera.integer", int64_t{1}}});
+  Graph g = b.finish(b.node("Add", {d, b.constant({{}, {0.5}, false})}));
+  HostTensor in = b.random_tensor({4, 16}, -2, 2);
+  HostTensor ref = graph::run_reference(g, {{g.inputs[0], in}}).at(0);
+  for (size_t i = 0; i < in.data.size(); ++i)
+    EXPECT_EQ(ref.data[i], std::trunc(in.data[i] / 0.375) + 0.5);
+  EXPECT_LT(kernel_error(g, b), 1e-6);
+}
+
+// Constants folded at import are float32 values: T5's position buckets divide a Log by a float32
+// constant and truncate, and 8 * log(2) / log(16) is 2 only in float32.
+TEST(OpRows, FoldingComputesInFloat32) {
+  GraphBuilder b(40);
+  std::string x = b.input({1});
+  std::string ratio = b.node("Div", {b.node("Log", {b.constant({{1}, {2.0}, false})}),
+                                     b.constant({{1}, {double(std::log(16.0f))}, false})});
+  std::string bucket = b.node("Cast", {b.node("Mul", {ratio, b.constant({{1}, {8.0}, false})})},
+                              {{"to", int64_t{7}}});
+  Graph g = b.finish(b.node("Add", {x, b.node("Cast", {bucket}, {{"to", int64_t{1}}})}));
+  ASSERT_TRUE(g.is_constant(bucket));
+  EXPECT_EQ(g.constants.at(bucket).data, (std::vector<double>{2}));
+}
+
+}  // namespace
+}  // namespace tessera
