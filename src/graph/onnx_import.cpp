@@ -247,15 +247,20 @@ void lift_one_dimensional(Graph& g) {
     return name;
   };
   for (Node& n : g.nodes) {
+    // A list of integers, or nothing where the attribute is absent or of another type (the
+    // shape check reports that).
+    auto ints_of = [&](const char* key) -> std::vector<int64_t>* {
+      auto it = n.attrs.find(key);
+      return it == n.attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
+    };
     bool one_d = false;
-    if (windowed.count(n.op)) {
-      auto kernel = n.attrs.find("kernel_shape");
+    if (windowed.count(n.op) && !n.inputs.empty()) {
+      const bool has_kernel = n.attrs.count("kernel_shape") > 0;
       const bool constant_weight = n.inputs.size() > 1 && g.is_constant(n.inputs[1]);
-      if (kernel != n.attrs.end())
-        one_d = std::get<std::vector<int64_t>>(kernel->second).size() == 1;
+      if (std::vector<int64_t>* kernel = ints_of("kernel_shape")) one_d = kernel->size() == 1;
       // A weight of another rank than 3 is the shape check's to report.
       if (constant_weight && (n.op == "Conv" || n.op == "ConvTranspose"))
-        one_d = (one_d || kernel == n.attrs.end()) && g.constants.at(n.inputs[1]).shape.size() == 3;
+        one_d = (one_d || !has_kernel) && g.constants.at(n.inputs[1]).shape.size() == 3;
     }
     if (!one_d) {
       nodes.push_back(std::move(n));
@@ -285,9 +290,9 @@ void lift_one_dimensional(Graph& g) {
       }
     }
     auto widen = [&](const char* key, int64_t height) {
-      auto it = n.attrs.find(key);
-      if (it == n.attrs.end()) return;
-      auto& v = std::get<std::vector<int64_t>>(it->second);
+      std::vector<int64_t>* values = ints_of(key);
+      if (!values) return;
+      std::vector<int64_t>& v = *values;
       if (std::string_view(key) == "pads") {
         if (v.size() != 2) throw_error("{}: pads {} for one dimension", n.where(), v.size());
         v = {0, v[0], 0, v[1]};
@@ -301,10 +306,8 @@ void lift_one_dimensional(Graph& g) {
     // nothing; the width's are repeated, so that the blocked convolution (one stride for both
     // axes) takes strided ones.
     auto width_value = [&](const char* key) {
-      auto it = n.attrs.find(key);
-      if (it == n.attrs.end()) return int64_t{1};
-      const auto& v = std::get<std::vector<int64_t>>(it->second);
-      return v.empty() ? int64_t{1} : v[0];
+      const std::vector<int64_t>* v = ints_of(key);
+      return !v || v->empty() ? int64_t{1} : (*v)[0];
     };
     widen("strides", width_value("strides"));
     widen("dilations", width_value("dilations"));
