@@ -165,6 +165,20 @@ void add_elementwise_rows(std::vector<OpDef>& t) {
   t.push_back(unary(
       "Not", [](double x) { return x == 0 ? 1.0 : 0.0; },
       [](Expr x) { return as_float(eq(x, f32(0.0))); }));
+  // Floor and Ceil through a truncating cast (exact below 2^31 in magnitude, as every integer
+  // a float32 model computes with): MobileViT's legacy export pads its patches to a multiple.
+  t.push_back(unary(
+      "Floor", [](double x) { return std::floor(x); },
+      [](Expr x) {
+        Expr t = cast(DType::kFloat32, cast(DType::kInt32, x));
+        return t - as_float(t > x);
+      }));
+  t.push_back(unary(
+      "Ceil", [](double x) { return std::ceil(x); },
+      [](Expr x) {
+        Expr t = cast(DType::kFloat32, cast(DType::kInt32, x));
+        return t + as_float(t < x);
+      }));
   // Under torch's dynamo exporter, masked_fill after a softmax guards against NaN rows.
   t.push_back(unary(
       "IsNaN", [](double x) { return std::isnan(x) ? 1.0 : 0.0; },

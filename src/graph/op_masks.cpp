@@ -83,6 +83,30 @@ OpDef trilu() {
   return d;
 }
 
+// A scatter's reduction attribute, checked; and one update applied to its element.
+std::string scatter_reduction(const Node& n) {
+  const std::string reduction = n.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    throw_error("{}: reduction '{}' (none, add, mul, max or min are supported)", n.where(),
+                reduction);
+  return reduction;
+}
+
+void scatter_into(double& o, double u, const std::string& reduction) {
+  if (reduction == "add") {
+    o += u;
+  } else if (reduction == "mul") {
+    o *= u;
+  } else if (reduction == "max") {
+    o = std::max(o, u);
+  } else if (reduction == "min") {
+    o = std::min(o, u);
+  } else {
+    o = u;
+  }
+}
+
 // ScatterND: a copy of the data with the slices the indices name replaced by (or combined
 // with) the updates. data [d0 ... dr-1], indices [i0 ... iq-2, k], updates [i0 ... iq-2, dk ...].
 void check_scatter_shapes(const Node& n, const Graph& g) {
@@ -98,11 +122,48 @@ void check_scatter_shapes(const Node& n, const Graph& g) {
   if (updates != expected)
     throw_error("{}: updates {} where indices {} into data {} need {}", n.where(),
                 shape_text(updates), shape_text(indices), shape_text(data), shape_text(expected));
-  const std::string reduction = n.attr_string("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
-      reduction != "min")
-    throw_error("{}: reduction '{}' (none, add, mul, max or min are supported)", n.where(),
-                reduction);
+  scatter_reduction(n);
+}
+
+// ScatterElements: a copy of the data with data[index with the axis's entry replaced by
+// indices[i]] set to (or combined with) updates[i]. BEiT's relative position index under the
+// dynamo exporter (select_scatter).
+OpDef scatter_elements() {
+  OpDef d;
+  d.name = "ScatterElements";
+  d.attributes = {"axis", "reduction"};
+  d.lowering = Lowering::kFolded;
+  d.infer = [](const Node& n, const Graph& g) {
+    const std::vector<int64_t>& data = input_shape(n, g, 0);
+    const std::vector<int64_t>& indices = input_shape(n, g, 1);
+    normalize_axis(n, n.attr_int("axis", 0), std::ssize(data));
+    if (indices != input_shape(n, g, 2) || indices.size() != data.size())
+      throw_error("{}: indices {} and updates {} must have one shape, of data {}'s rank", n.where(),
+                  shape_text(indices), shape_text(input_shape(n, g, 2)), shape_text(data));
+    for (size_t a = 0; a < data.size(); ++a)
+      if (indices[a] > data[a])
+        throw_error("{}: indices {} exceed data {}", n.where(), shape_text(indices),
+                    shape_text(data));
+    scatter_reduction(n);
+    return data;
+  };
+  d.reference = [](const Node& n, const Graph&, const std::vector<const HostTensor*>& in) {
+    const HostTensor &data = *in.at(0), &indices = *in.at(1), &updates = *in.at(2);
+    const int64_t axis = normalize_axis(n, n.attr_int("axis", 0), std::ssize(data.shape));
+    const int64_t dim = data.shape[axis];
+    const std::string reduction = scatter_reduction(n);
+    HostTensor out = data;
+    for (int64_t i = 0; i < indices.num_elements(); ++i) {
+      std::vector<int64_t> at = unravel(i, indices.shape);
+      const int64_t k = saturated_int(indices.data[i]);
+      if (k < -dim || k >= dim)
+        throw_error("{}: index {} out of range for dimension {} of {}", n.where(), k, axis, dim);
+      at[axis] = k < 0 ? k + dim : k;
+      scatter_into(out.data[ravel(at, data.shape)], updates.data[i], reduction);
+    }
+    return out;
+  };
+  return d;
 }
 
 OpDef scatter_nd() {
@@ -120,7 +181,7 @@ OpDef scatter_nd() {
     const int64_t tuples = num_elements(indices.shape) / k;
     int64_t block = 1;
     for (size_t a = k; a < data.shape.size(); ++a) block *= data.shape[a];
-    const std::string reduction = n.attr_string("reduction", "none");
+    const std::string reduction = scatter_reduction(n);
     HostTensor out = data;
     for (int64_t t = 0; t < tuples; ++t) {
       int64_t offset = 0;
@@ -132,21 +193,8 @@ OpDef scatter_nd() {
         offset = offset * dim + (i < 0 ? i + dim : i);
       }
       offset *= block;
-      for (int64_t e = 0; e < block; ++e) {
-        double& o = out.data[offset + e];
-        const double u = updates.data[t * block + e];
-        if (reduction == "add") {
-          o += u;
-        } else if (reduction == "mul") {
-          o *= u;
-        } else if (reduction == "max") {
-          o = std::max(o, u);
-        } else if (reduction == "min") {
-          o = std::min(o, u);
-        } else {
-          o = u;
-        }
-      }
+      for (int64_t e = 0; e < block; ++e)
+        scatter_into(out.data[offset + e], updates.data[t * block + e], reduction);
     }
     return out;
   };
@@ -351,6 +399,7 @@ OpDef gather_elements() {
 void add_mask_rows(std::vector<OpDef>& t) {
   t.push_back(trilu());
   t.push_back(scatter_nd());
+  t.push_back(scatter_elements());
   t.push_back(gather_nd());
   t.push_back(cum_sum());
   t.push_back(gather_elements());

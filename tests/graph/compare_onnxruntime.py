@@ -338,7 +338,8 @@ def exporter_extras():
     """What transformer and normalization exports add: T5's relative-position buckets folded
     at import (a Log divided by a float32 constant, truncated: distances 16 and 32 land on an
     integer only in float32), GatherND with batch dimensions on constants, a bool initializer,
-    IsNaN and IsInf guards, ReduceL2 (cosine attention), ReduceL1 and ReduceSumSquare."""
+    IsNaN and IsInf guards, ReduceL2 (cosine attention), ReduceL1 and ReduceSumSquare, Floor and
+    Ceil, ScatterElements with repeated indices added (BEiT's position index)."""
     b = Builder(10)
     n = 40
     pos = np.arange(n)
@@ -370,6 +371,13 @@ def exporter_extras():
     x = b.op("Div", [x, b.op("Max", [norm, b.scalar(1e-6)])])
     x = b.op("Add", [x, b.op("ReduceL1", [x], axes=[1], keepdims=1)])
     x = b.op("Sub", [x, b.op("ReduceSumSquare", [x], axes=[2, 3], keepdims=1)])
+    x = b.op("Add", [x, b.op("Floor", [b.op("Mul", [x, b.scalar(3.0)])])])
+    x = b.op("Sub", [x, b.op("Ceil", [b.op("Mul", [x, b.scalar(2.0)])])])
+    table = b.op("ScatterElements", [b.const(np.zeros((n, n), np.float32)),
+                                     b.const(b.rng.integers(0, n, (3, n)).astype(np.int64)),
+                                     b.const(b.rng.standard_normal((3, n)).astype(np.float32))],
+                 axis=0, reduction="add")
+    x = b.op("Add", [x, table])
     return b.model("exporter_extras", [1, 4, n, n], x, opset=17), [1, 4, n, n]
 
 

@@ -160,6 +160,23 @@ TEST(OpRows, GatherNdFoldsOnConstantsOnly) {
   EXPECT_NE(e.find("input '" + y + "' is known only at run time"), std::string::npos) << e;
 }
 
+// ScatterElements on constants is folded at import: set, or combined where indices repeat.
+TEST(OpRows, ScatterElementsFoldsWithEveryReduction) {
+  GraphBuilder b(41);
+  std::string x = b.input({3, 4});
+  HostTensor data{{3, 4}, std::vector<double>(12, 1.0), false};
+  std::string indices = b.constant(ints({2, 2}, {2, -1, 2, 0}));
+  std::string updates = b.constant({{2, 2}, {5, 6, 7, 8}, false});
+  std::string set =
+      b.node("ScatterElements", {b.constant(data), indices, updates}, {{"axis", int64_t{1}}});
+  std::string added = b.node("ScatterElements", {b.constant(data), indices, updates},
+                             {{"axis", int64_t{1}}, {"reduction", std::string("add")}});
+  Graph g = b.finish(b.node("Add", {x, b.node("Add", {set, added})}));
+  ASSERT_TRUE(g.is_constant(set));
+  EXPECT_EQ(g.constants.at(set).data, (std::vector<double>{1, 1, 5, 6, 8, 1, 7, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(g.constants.at(added).data, (std::vector<double>{1, 1, 6, 7, 9, 1, 8, 1, 1, 1, 1, 1}));
+}
+
 // A Div of integers truncates towards zero, in the kernel as in the reference.
 TEST(OpRows, IntegerDivisionTruncates) {
   GraphBuilder b(39);
