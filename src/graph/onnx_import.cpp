@@ -232,15 +232,18 @@ void split_recurrent_outputs(Graph& g) {
 }
 
 // One-dimensional convolutions and pools (audio, Whisper's and wav2vec2's front ends) run as
-// two-dimensional ones over a height of 1: the input gains that axis by a Reshape (0 copies a
-// dimension, so no shape is needed yet), the weight and the window attributes gain it too, and
-// a Reshape removes it from the output.
+// two-dimensional ones over a height of 1: the input gains that axis (an Unsqueeze of axis 2, so
+// no shape is needed yet), the weight and the window attributes gain it too, and a Squeeze
+// removes it from the output.
 void lift_one_dimensional(Graph& g) {
   static const std::set<std::string> windowed = {"Conv", "ConvTranspose", "MaxPool", "AveragePool"};
   std::vector<Node> nodes;
   int64_t count = 0;
-  auto reshape_const = [&](std::vector<int64_t> shape) {
-    std::string name = fmt::format("tessera.lift_shape_{}", count++);
+  // Unsqueeze and Squeeze of axis 2: an input of another rank than 3 then fails the window's
+  // own shape check.
+  auto axis_two = [&]() {
+    std::string name = fmt::format("tessera.lift_axis_{}", count++);
+    const std::vector<int64_t> shape{2};
     g.constants[name] = HostTensor{{static_cast<int64_t>(shape.size())},
                                    std::vector<double>(shape.begin(), shape.end()),
                                    true};
@@ -254,7 +257,7 @@ void lift_one_dimensional(Graph& g) {
       return it == n.attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
     };
     bool one_d = false;
-    if (windowed.count(n.op) && !n.inputs.empty()) {
+    if (windowed.count(n.op) && !n.inputs.empty() && n.outputs.size() == 1) {
       const bool has_kernel = n.attrs.count("kernel_shape") > 0;
       const bool constant_weight = n.inputs.size() > 1 && g.is_constant(n.inputs[1]);
       if (std::vector<int64_t>* kernel = ints_of("kernel_shape")) one_d = kernel->size() == 1;
@@ -267,10 +270,13 @@ void lift_one_dimensional(Graph& g) {
       continue;
     }
     Node lift;
-    lift.op = "Reshape";
-    lift.name = n.name + "_lift";
-    lift.inputs = {n.inputs[0], reshape_const({0, 0, 1, -1})};
-    lift.outputs = {n.inputs[0] + "_lifted_" + n.name};
+    // Names under tessera., which no model value may have, made from the node's output (unique
+    // in a valid model).
+    const std::string prefix = "tessera.lift." + n.outputs[0];
+    lift.op = "Unsqueeze";
+    lift.name = prefix + ".in";
+    lift.inputs = {n.inputs[0], axis_two()};
+    lift.outputs = {lift.name};
     n.inputs[0] = lift.outputs[0];
     std::optional<Node> lift_weight;  // a weight computed from constants (weight norm)
     if (n.inputs.size() > 1 && (n.op == "Conv" || n.op == "ConvTranspose")) {
@@ -278,14 +284,14 @@ void lift_one_dimensional(Graph& g) {
       if (w != g.constants.end()) {
         HostTensor lifted = w->second;
         lifted.shape.insert(lifted.shape.begin() + 2, 1);
-        n.inputs[1] += "_lifted";
+        n.inputs[1] = prefix + ".w";
         g.constants[n.inputs[1]] = std::move(lifted);
       } else {
         lift_weight = Node{};
-        lift_weight->op = "Reshape";
-        lift_weight->name = n.name + "_lift_weight";
-        lift_weight->inputs = {n.inputs[1], reshape_const({0, 0, 1, -1})};
-        lift_weight->outputs = {n.inputs[1] + "_lifted_" + n.name};
+        lift_weight->op = "Unsqueeze";
+        lift_weight->name = prefix + ".w";
+        lift_weight->inputs = {n.inputs[1], axis_two()};
+        lift_weight->outputs = {lift_weight->name};
         n.inputs[1] = lift_weight->outputs[0];
       }
     }
@@ -309,18 +315,20 @@ void lift_one_dimensional(Graph& g) {
       const std::vector<int64_t>* v = ints_of(key);
       return !v || v->empty() ? int64_t{1} : (*v)[0];
     };
-    widen("strides", width_value("strides"));
-    widen("dilations", width_value("dilations"));
+    // ConvTranspose keeps 1: its stride over the height would multiply the phases it runs.
+    const bool transposed = n.op == "ConvTranspose";
+    widen("strides", transposed ? 1 : width_value("strides"));
+    widen("dilations", transposed ? 1 : width_value("dilations"));
     widen("kernel_shape", 1);
     widen("output_padding", 0);
     widen("output_shape", 1);
     widen("pads", 0);
     Node drop;
-    drop.op = "Reshape";
-    drop.name = n.name + "_drop";
+    drop.op = "Squeeze";
+    drop.name = prefix + ".out";
     drop.outputs = {n.outputs[0]};
-    n.outputs[0] += "_2d";
-    drop.inputs = {n.outputs[0], reshape_const({0, 0, -1})};
+    n.outputs[0] = prefix + ".2d";
+    drop.inputs = {n.outputs[0], axis_two()};
     nodes.push_back(std::move(lift));
     if (lift_weight) nodes.push_back(std::move(*lift_weight));
     nodes.push_back(std::move(n));
@@ -338,13 +346,19 @@ std::set<std::string> integer_values(const Graph& g) {
   // Ops whose output has the type of the input named: 0 for data movement and arithmetic, 1
   // for Where (its condition is input 0).
   static const std::map<std::string, size_t> keeps = {
-      {"Reshape", 0},   {"Flatten", 0},   {"Squeeze", 0},   {"Unsqueeze", 0}, {"Identity", 0},
-      {"CumSum", 0},    {"Expand", 0},    {"Slice", 0},     {"Tile", 0},      {"Transpose", 0},
-      {"Concat", 0},    {"Gather", 0},    {"GatherND", 0},  {"Pad", 0},       {"GatherElements", 0},
-      {"ReduceSum", 0}, {"ReduceMax", 0}, {"ReduceMin", 0}, {"Abs", 0},       {"Neg", 0},
-      {"Add", 0},       {"Sub", 0},       {"Mul", 0},       {"Div", 0},       {"Mod", 0},
-      {"Min", 0},       {"Max", 0},       {"Sum", 0},       {"Range", 0},     {"Where", 1},
-      {"ScatterND", 0}, {"Trilu", 0}};
+      {"Reshape", 0},   {"Flatten", 0},   {"Squeeze", 0},
+      {"Unsqueeze", 0}, {"Identity", 0},  {"CumSum", 0},
+      {"Expand", 0},    {"Slice", 0},     {"Tile", 0},
+      {"Transpose", 0}, {"Concat", 0},    {"Gather", 0},
+      {"GatherND", 0},  {"Pad", 0},       {"GatherElements", 0},
+      {"ReduceSum", 0}, {"ReduceMax", 0}, {"ReduceMin", 0},
+      {"Abs", 0},       {"Neg", 0},       {"Add", 0},
+      {"Sub", 0},       {"Mul", 0},       {"Div", 0},
+      {"Mod", 0},       {"Min", 0},       {"Max", 0},
+      {"Sum", 0},       {"Range", 0},     {"Where", 1},
+      {"ScatterND", 0}, {"Trilu", 0},     {"Clip", 0},
+      {"Sign", 0},      {"Pow", 0},       {"ScatterElements", 0},
+      {"Dropout", 0}};
   std::set<std::string> ints = g.int_inputs;
   for (const auto& [name, c] : g.constants)
     if (c.is_int) ints.insert(name);
@@ -385,6 +399,8 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& folder) {
   if (g.opset == 0) throw_error("the model imports no default ONNX opset");
 
   for (const onnx::TensorProto& t : gp.initializer()) {
+    if (t.name().starts_with("tessera."))
+      throw_error("initializer '{}': the name is reserved for tessera's own", t.name());
     try {
       g.constants[t.name()] = read_tensor(t, folder);
     } catch (const Error& e) {
@@ -437,6 +453,9 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& folder) {
     for (const onnx::AttributeProto& a : np.attribute())
       if (a.name().starts_with("tessera."))
         throw_error("{}: attribute '{}' is not an ONNX attribute", n.where(), a.name());
+    for (const std::string& v : np.output())
+      if (v.starts_with("tessera."))
+        throw_error("{}: value name '{}' is reserved for tessera's own", n.where(), v);
     n.inputs.assign(np.input().begin(), np.input().end());
     n.outputs.assign(np.output().begin(), np.output().end());
     if (n.op == "Constant") {
@@ -454,7 +473,8 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& folder) {
         n.attrs["tessera.value_is_int"] = int64_t{1};
     }
     while (!n.inputs.empty() && n.inputs.back().empty()) n.inputs.pop_back();
-    if (!names.insert(n.name).second) n.name += fmt::format("_{}", g.nodes.size());
+    for (size_t k = g.nodes.size(); !names.insert(n.name).second; ++k)
+      n.name += fmt::format("_{}", k);
     if (n.op == "Split") {
       split_into_slices(n, g.nodes);
       continue;

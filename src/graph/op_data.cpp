@@ -594,8 +594,8 @@ std::set<std::string> id_values(const Graph& g, const std::set<std::string>& inp
   for (bool grew = true; grew;) {
     grew = false;
     for (const Node& n : g.nodes)
-      if (views.count(n.op) && !n.inputs.empty() && ids.count(n.inputs[0]) &&
-          ids.insert(n.outputs.at(0)).second)
+      if (views.count(n.op) && !n.inputs.empty() && n.outputs.size() == 1 &&
+          ids.count(n.inputs[0]) && ids.insert(n.outputs[0]).second)
         grew = true;
   }
   return ids;

@@ -247,24 +247,26 @@ int lower_einsum(Graph& g) {
       shape.insert(shape.end(), tail.begin(), tail.end());
       return shape;
     };
+    // Names under tessera., made from the Einsum's output (unique in a model).
+    const std::string prefix = "tessera.einsum." + n.outputs.at(0);
     std::string a =
-        permute_and_reshape(g, nodes, n.name + "_a", n.inputs[0], s.operands[0],
+        permute_and_reshape(g, nodes, prefix + "_a", n.inputs[0], s.operands[0],
                             c->batch + c->free_a + c->contracted, with_batch({rows, depth}));
     std::string b =
-        permute_and_reshape(g, nodes, n.name + "_b", n.inputs[1], s.operands[1],
+        permute_and_reshape(g, nodes, prefix + "_b", n.inputs[1], s.operands[1],
                             c->batch + c->contracted + c->free_b, with_batch({depth, cols}));
     Node m;
     m.op = "MatMul";
     m.name = n.name;
     m.inputs = {a, b};
-    m.outputs = {n.name + "_product"};
+    m.outputs = {prefix + "_product"};
     g.shapes[m.outputs[0]] = with_batch({rows, cols});
     const std::string product = m.outputs[0];
     nodes.push_back(std::move(m));
     const std::string letters = c->batch + c->free_a + c->free_b;
-    std::string result = permute_and_reshape(g, nodes, n.name + "_out", product, letters, letters,
+    std::string result = permute_and_reshape(g, nodes, prefix + "_out", product, letters, letters,
                                              sizes_of(s, letters));
-    result = permute_and_reshape(g, nodes, n.name + "_out", result, letters, s.output,
+    result = permute_and_reshape(g, nodes, prefix + "_out", result, letters, s.output,
                                  sizes_of(s, s.output));
     // The last node writes the Einsum's own output value.
     g.shapes.erase(nodes.back().outputs[0]);

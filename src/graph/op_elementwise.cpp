@@ -165,20 +165,20 @@ void add_elementwise_rows(std::vector<OpDef>& t) {
   t.push_back(unary(
       "Not", [](double x) { return x == 0 ? 1.0 : 0.0; },
       [](Expr x) { return as_float(eq(x, f32(0.0))); }));
-  // Floor and Ceil through a truncating cast (exact below 2^31 in magnitude, as every integer
-  // a float32 model computes with): MobileViT's legacy export pads its patches to a multiple.
+  // Floor and Ceil through a truncating cast where that is exact; a float of magnitude 2^23 or
+  // more is an integer already (and inf and NaN stay as they are). MobileViT's legacy export
+  // pads its patches to a multiple.
+  auto rounded = [](Expr x, bool up) {
+    Expr t = cast(DType::kFloat32, cast(DType::kInt32, x));
+    Expr r = up ? t + as_float(t < x) : t - as_float(t > x);
+    return select(max(x, f32(0.0) - x) < f32(8388608.0), r, x);
+  };
   t.push_back(unary(
       "Floor", [](double x) { return std::floor(x); },
-      [](Expr x) {
-        Expr t = cast(DType::kFloat32, cast(DType::kInt32, x));
-        return t - as_float(t > x);
-      }));
+      [rounded](Expr x) { return rounded(x, false); }));
   t.push_back(unary(
       "Ceil", [](double x) { return std::ceil(x); },
-      [](Expr x) {
-        Expr t = cast(DType::kFloat32, cast(DType::kInt32, x));
-        return t + as_float(t < x);
-      }));
+      [rounded](Expr x) { return rounded(x, true); }));
   // Under torch's dynamo exporter, masked_fill after a softmax guards against NaN rows.
   t.push_back(unary(
       "IsNaN", [](double x) { return std::isnan(x) ? 1.0 : 0.0; },

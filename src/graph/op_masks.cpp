@@ -136,13 +136,14 @@ OpDef scatter_elements() {
   d.infer = [](const Node& n, const Graph& g) {
     const std::vector<int64_t>& data = input_shape(n, g, 0);
     const std::vector<int64_t>& indices = input_shape(n, g, 1);
-    normalize_axis(n, n.attr_int("axis", 0), std::ssize(data));
+    if (data.empty()) throw_error("{}: needs rank 1 or more", n.where());
+    const int64_t axis = normalize_axis(n, n.attr_int("axis", 0), std::ssize(data));
     if (indices != input_shape(n, g, 2) || indices.size() != data.size())
       throw_error("{}: indices {} and updates {} must have one shape, of data {}'s rank", n.where(),
                   shape_text(indices), shape_text(input_shape(n, g, 2)), shape_text(data));
     for (size_t a = 0; a < data.size(); ++a)
-      if (indices[a] > data[a])
-        throw_error("{}: indices {} exceed data {}", n.where(), shape_text(indices),
+      if (static_cast<int64_t>(a) != axis && indices[a] > data[a])
+        throw_error("{}: indices {} exceed data {} off the axis", n.where(), shape_text(indices),
                     shape_text(data));
     scatter_reduction(n);
     return data;
@@ -221,7 +222,7 @@ GatherNdSpec gather_nd_spec(const Node& n, const Graph& g) {
   if (s.batch_dims < 0 || s.batch_dims >= std::min(rank, index_rank))
     throw_error("{}: batch_dims {} for data {} and indices {}", n.where(), s.batch_dims,
                 shape_text(data), shape_text(indices));
-  if (s.k < 1 || s.batch_dims + s.k > rank)
+  if (s.k < 1 || s.k > rank - s.batch_dims)
     throw_error("{}: index tuples of {} into data {} past {} batch dimensions", n.where(), s.k,
                 shape_text(data), s.batch_dims);
   for (int64_t b = 0; b < s.batch_dims; ++b)
@@ -247,7 +248,9 @@ OpDef gather_nd() {
     for (size_t a = s.batch_dims + s.k; a < data.shape.size(); ++a) block *= data.shape[a];
     int64_t batch_stride = 1;  // data elements per batch
     for (size_t a = s.batch_dims; a < data.shape.size(); ++a) batch_stride *= data.shape[a];
-    const int64_t tuples_per_batch = num_elements(indices.shape) / s.k / batches;
+    int64_t tuples_per_batch = 1;
+    for (size_t a = s.batch_dims; a + 1 < indices.shape.size(); ++a)
+      tuples_per_batch *= indices.shape[a];
     HostTensor out{s.out, {}, data.is_int};
     out.data.reserve(num_elements(s.out));
     for (int64_t b = 0; b < batches; ++b) {
@@ -280,6 +283,7 @@ struct CumSumSpec {
 
 CumSumSpec cum_sum_spec(const Node& n, const Graph& g) {
   const std::vector<int64_t>& x = input_shape(n, g, 0);
+  if (x.empty()) throw_error("{}: needs rank 1 or more", n.where());
   std::vector<int64_t> axis = constant_ints(n, g, 1, "axis");
   if (axis.size() != 1) throw_error("{}: axis must be one integer", n.where());
   return {normalize_axis(n, axis[0], static_cast<int64_t>(x.size())),
@@ -349,7 +353,11 @@ OpDef gather_elements() {
   d.infer = [](const Node& n, const Graph& g) {
     const std::vector<int64_t>& data = input_shape(n, g, 0);
     const std::vector<int64_t>& indices = input_shape(n, g, 1);
+    if (data.empty()) throw_error("{}: needs rank 1 or more", n.where());
     const int64_t axis = normalize_axis(n, n.attr_int("axis", 0), std::ssize(data));
+    if (data[axis] == 0 && num_elements(indices) > 0)
+      throw_error("{}: indices into an empty axis {} of data {}", n.where(), axis,
+                  shape_text(data));
     if (indices.size() != data.size())
       throw_error("{}: indices {} and data {} differ in rank", n.where(), shape_text(indices),
                   shape_text(data));

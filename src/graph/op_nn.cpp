@@ -114,6 +114,8 @@ OpDef reduction(std::string name, ReduceKind kind) {
           for (size_t k = 0, r = 0; k < x.size(); ++k)
             idx.push_back(s.reduced[k] ? Expr(axes[r++].var) : Expr(at[k]));
           Expr v = in(idx);
+          if (kind == ReduceKind::kSumSquare || kind == ReduceKind::kL2) v = v * v;
+          if (kind == ReduceKind::kL1) v = max(v, f32(0.0) - v);
           if (axes.empty()) return v;
           switch (kind) {
             case ReduceKind::kMax:
@@ -124,9 +126,7 @@ OpDef reduction(std::string name, ReduceKind kind) {
               return sum(v * f32(1.0 / static_cast<double>(count)), axes);
             case ReduceKind::kSumSquare:
             case ReduceKind::kL2:
-              return sum(v * v, axes);
             case ReduceKind::kL1:
-              return sum(max(v, f32(0.0) - v), axes);
             case ReduceKind::kSum:
               break;
           }

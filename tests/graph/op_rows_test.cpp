@@ -177,6 +177,25 @@ TEST(OpRows, ScatterElementsFoldsWithEveryReduction) {
   EXPECT_EQ(g.constants.at(added).data, (std::vector<double>{1, 1, 6, 7, 9, 1, 8, 1, 1, 1, 1, 1}));
 }
 
+// Floor and Ceil hold past int32 (1e18: squared, still finite); the L1/L2/SumSquare reductions
+// transform their elements even with nothing reduced; scalars are refused where an axis is read.
+TEST(OpRows, RoundingReductionsAndScalarsAtTheirEdges) {
+  GraphBuilder b(42);
+  std::string x = b.input({2, 8});
+  HostTensor big{{8}, {3e9, -3e9, 1e18, -1e18, 2.5, -2.5, 8388609.0, -0.5}, false};
+  std::string c = b.constant(big);
+  std::string y = b.node(
+      "Add", {b.node("Floor", {b.node("Add", {x, c})}), b.node("Ceil", {b.node("Sub", {c, x})})});
+  std::string sq = b.node("ReduceSumSquare", {y, b.constant(ints({0}, {}))},
+                          {{"noop_with_empty_axes", int64_t{1}}});
+  Graph g = b.finish(b.node("Add", {sq, b.node("ReduceL1", {x}, {{"keepdims", int64_t{1}}})}));
+  EXPECT_LT(kernel_error(g, b), 1e-6);
+  GraphBuilder r(43);
+  std::string scalar = r.input({});
+  std::string e = error_of(r, r.node("CumSum", {scalar, r.constant(ints({}, {0}))}));
+  EXPECT_NE(e.find("needs rank 1 or more"), std::string::npos) << e;
+}
+
 // A Div of integers truncates towards zero, in the kernel as in the reference.
 TEST(OpRows, IntegerDivisionTruncates) {
   GraphBuilder b(39);
