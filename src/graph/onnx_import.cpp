@@ -243,10 +243,7 @@ void lift_one_dimensional(Graph& g) {
   // own shape check.
   auto axis_two = [&]() {
     std::string name = fmt::format("tessera.lift_axis_{}", count++);
-    const std::vector<int64_t> shape{2};
-    g.constants[name] = HostTensor{{static_cast<int64_t>(shape.size())},
-                                   std::vector<double>(shape.begin(), shape.end()),
-                                   true};
+    g.constants[name] = HostTensor{{1}, {2.0}, true};
     return name;
   };
   for (Node& n : g.nodes) {

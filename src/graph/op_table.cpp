@@ -110,14 +110,6 @@ const OpDef* find_op(std::string_view name) {
   return it == index.end() ? nullptr : it->second;
 }
 
-HostTensor evaluate_row(const OpDef& op, const Node& n, const Graph& g,
-                        const std::vector<const HostTensor*>& in) {
-  HostTensor out = op.reference(n, g, in);
-  if (!out.is_int)
-    for (double& v : out.data) v = static_cast<float>(v);
-  return out;
-}
-
 ElementwiseStep scalar_step(const Node& n, const Graph& g, std::vector<int> inputs) {
   ScalarCall call = scalar_call(n, g);
   ElementwiseStep step;

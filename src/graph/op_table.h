@@ -86,12 +86,6 @@ struct ScalarCall {
 /// The node's function with its attribute values.
 ScalarCall scalar_call(const Node& n, const Graph& g);
 
-/// The row's reference on `in`, its float results rounded to float32 as a float32 runtime
-/// stores them between operators: in doubles throughout, T5's relative-position buckets (a Log
-/// divided by a float32 constant, then truncated) fell on the other side of an integer.
-HostTensor evaluate_row(const OpDef& op, const Node& n, const Graph& g,
-                        const std::vector<const HostTensor*>& in);
-
 /// Every node of `g` whose op has no row, and every attribute a row does not understand, in one
 /// line (`unsupported: LayerNormalization x2 (node 'ln1', node 'ln2'), Erf (node 'e')`), or
 /// nothing when all are supported.

@@ -12,7 +12,9 @@ namespace tessera::graph {
 
 /// Evaluates one node on its inputs (nullptr for an omitted optional input), then its epilogue,
 /// in doubles (the reference path's ground truth), or with the result rounded to float32 where
-/// `as_float32` (constant folding: what a float32 runtime would store, evaluate_row).
+/// `as_float32`: constant folding, at import and by fold_constants, stores what a float32 runtime
+/// would (in doubles throughout, T5's relative-position buckets, a Log divided by a float32
+/// constant then truncated, fell on the other side of an integer).
 HostTensor evaluate_node(const Node& n, const Graph& g, const std::vector<const HostTensor*>& in,
                          bool as_float32 = false);
 

@@ -9,6 +9,7 @@
 #include "graph/graph.h"
 #include "graph/op_attrs.h"
 #include "graph/op_table.h"
+#include "graph/reference.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -337,7 +338,7 @@ void fold_shape_arithmetic(const Node& n, const OpDef& op, Graph& g) {
     in.push_back(&it->second);
   }
   if (in.empty() || (small && num_elements(g.shape(out)) > kFoldAtImportElements)) return;
-  g.constants[out] = evaluate_row(op, n, g, in);
+  g.constants[out] = evaluate_node(n, g, in, true);
 }
 
 // A value computed from constants alone, whatever its size: what a folded row (ScatterND into
@@ -355,7 +356,7 @@ bool fold_cone(const std::string& v, Graph& g,
     in.push_back(i.empty() ? nullptr : &g.constants.at(i));
   }
   if (!op || in.empty()) return false;
-  g.constants[v] = evaluate_row(*op, n, g, in);
+  g.constants[v] = evaluate_node(n, g, in, true);
   return true;
 }
 
