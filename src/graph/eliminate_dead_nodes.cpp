@@ -46,6 +46,7 @@ std::vector<PassLog> run_default_passes(Graph& g, const PassOptions& options) {
   log.push_back({"split_by_live_taps", split_by_live_taps(g)});
   log.push_back({"gather_channels", gather_channels(g)});
   log.push_back({"fold_copies", fold_copies(g)});
+  log.push_back({"fuse_attention", fuse_attention(g)});
   if (options.blocked_layout)
     log.push_back({"pad_channels", pad_channels(g, target_isa().f32_lanes)});
   log.push_back({"eliminate_dead_nodes", eliminate_dead_nodes(g)});

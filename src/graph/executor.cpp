@@ -210,6 +210,7 @@ void Planner::plan_node(const Node& n) {
   if (op == "Conv") return plan_conv(n);
   if (op == "Gemm") return plan_gemm(n);
   if (op == "MatMul") return plan_matmul(n);
+  if (op == kAttention) return plan_attention(n);
   if (op == "MaxPool" || op == "AveragePool") return plan_pool(n);
   if (op == "GlobalAveragePool")
     return te_step(global_avg_pool_kernel(g_.shape(n.inputs[0])),

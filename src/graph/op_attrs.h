@@ -94,6 +94,12 @@ struct StridedCopy {
 };
 StridedCopy read_strided_copy(const Node& n, const Graph& g);
 
+/// tessera.Attention (fuse_attention.cpp): softmax(Q Kt + bias) V along the last axis, over
+/// inputs Q [..., M, D], Kt [..., D, N] and V [..., N, DV] of the same leading dimensions and an
+/// optional bias [..., M, N] broadcast over the leading ones (input 3 where attribute
+/// `tessera.bias` is 1); the inputs after them are its epilogue's.
+inline constexpr const char* kAttention = "tessera.Attention";
+
 /// Reshape's output shape from its constant shape input (0 copies a dimension, -1 is inferred);
 /// throws when the shape input is not constant or does not fit the element count.
 std::vector<int64_t> reshape_target(const Node& n, const Graph& g);

@@ -66,6 +66,7 @@ std::vector<OpDef> make_table() {
   add_data_rows(t);
   add_resize_rows(t);
   add_mask_rows(t);
+  add_attention_rows(t);
   add_folded_rows(t);
   return t;
 }

@@ -67,6 +67,12 @@ int gather_channels(Graph& g);
 /// their joint projection: a split, heads, the key's transpose and the scale, one copy each).
 /// Returns how many.
 int fold_copies(Graph& g);
+/// MatMul(Q, Kt), a Softmax along its last axis that only it reads, and MatMul(P, V), which
+/// alone reads the Softmax, become one tessera.Attention node (the same leading dimensions on all
+/// three operands; on the first product no epilogue but the Add of a bias [..., M, N] whose
+/// leading dimensions are 1 up to a suffix of the scores'; the second's stays on the result).
+/// Returns how many.
+int fuse_attention(Graph& g);
 /// Values whose channel count is not a multiple of `lanes` (above 8) get zero channels up to the
 /// next multiple, so that the graph runs in one vector-wide channel block. Values that must pad
 /// together form classes: a depthwise (or channel-preserving grouped) Conv, an activation, an
@@ -142,7 +148,7 @@ struct PassOptions {
   bool winograd = true;
 };
 /// fold_constants, pool_reductions, lower_conv_transpose, trim_padding_taps, fold_batch_norm,
-/// fuse_epilogues, split_by_live_taps, gather_channels, fold_copies,
+/// fuse_epilogues, split_by_live_taps, gather_channels, fold_copies, fuse_attention,
 /// pad_channels (to the ISA's lanes, when the layout is blocked), eliminate_dead_nodes,
 /// choose_layouts, fold_channel_scales, choose_conv_algorithms, in that order (the last three only
 /// with a blocked layout).

@@ -236,6 +236,25 @@ void Planner::plan_matmul(const Node& n) {
   if (!n.epilogue.empty()) epilogue_step(n, raw, out_shape, {});
 }
 
+void Planner::plan_attention(const Node& n) {
+  const std::vector<int64_t>& qs = g_.shape(n.inputs[0]);
+  const int64_t m = qs[qs.size() - 2], d = qs.back(), keys = g_.shape(n.inputs[1]).back();
+  const int64_t dv = g_.shape(n.inputs[2]).back();
+  std::string text = fmt::format("attention:B={},M={},N={},D={},DV={}", num_elements(qs) / (m * d),
+                                 m, keys, d, dv);
+  std::vector<size_t> args{slot(n.inputs[0]), slot(n.inputs[1]), slot(n.inputs[2])};
+  if (n.attr_int("tessera.bias", 0) != 0) {
+    // The bias's leading dimensions of 1 broadcast: its elements are those of [BB, M, N].
+    text += fmt::format(",BB={}", num_elements(g_.shape(n.inputs[3])) / (m * keys));
+    args.push_back(slot(n.inputs[3]));
+  }
+  const std::vector<int64_t>& out_shape = g_.shape(n.outputs[0]);
+  const size_t raw = n.epilogue.empty() ? output_slot(n) : new_array(out_shape);
+  args.push_back(raw);
+  library_step(text, std::move(args));
+  if (!n.epilogue.empty()) epilogue_step(n, raw, out_shape, {});
+}
+
 void Planner::plan_pool(const Node& n) {
   Window2d w = read_window(n, g_.shape(n.inputs[0]), nullptr);
   bool is_max = n.op == "MaxPool";

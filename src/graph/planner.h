@@ -128,6 +128,9 @@ class Planner {
 
   void plan_matmul(const Node& n);
 
+  // tessera.Attention as the library's attention over its batch of heads.
+  void plan_attention(const Node& n);
+
   void plan_pool(const Node& n);
 
   // A Conv in channel blocks (graph/passes.h choose_layouts): conv2d_nchwc or

@@ -401,6 +401,18 @@ Config default_config(const ConfigSpace& space, const Workload& w, int threads) 
     window_defaults(c, w, threads);
   } else if (op == "max_pool2d" || op == "avg_pool2d") {
     window_defaults(c, w, threads);
+  } else if (op == "attention") {
+    // A tile of query rows that divides M, so that no tile is guarded, in register tiles of 6 or
+    // 4 rows that divide the tile (a guard inside an unrolled tile tests every accumulator).
+    c.value("tile_rows", dividing_first(w.get("M"), {12, 16, 8, 24, 4}));
+    const int64_t tile = c.has("tile_rows") ? space.value(config, "tile_rows")[1] : 1;
+    const int64_t rows = tile % 6 == 0 ? 6 : tile % 4 == 0 ? 4 : tile % 2 == 0 ? 2 : 1;
+    c.value("score_tile", {{rows, 4}, {rows, 2}, {rows, 1}, {1, 1}});
+    c.value("attend_rows", {{rows}, {2}, {1}});
+    // Four chains of partial maxima and sums: one waited on its previous add (Whisper-tiny's
+    // 1500-long rows, 1 thread, EMR: 108 -> 112-120 GFLOP/s for the whole operator).
+    c.value("row_vectors", {{4}});
+    if (threads > 1) c.label("parallel", w.get("B") % threads == 0 ? "heads" : "tiles");
   } else if (op == "softmax") {
     // One pass over each tile of rows with the row stages as vectors along the row: BERT's
     // 1536 x 128 softmax ran 1.13 ms at the first values (scalar, three passes), 0.105 so

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "lower/lower.h"
+#include "ops/attention.h"
 #include "ops/image.h"
 #include "ops/nn.h"
 #include "ops/separate_filter.h"
@@ -17,17 +18,10 @@ namespace tessera {
 
 namespace {
 
-int64_t positive(const Workload& w, const std::string& key) {
-  int64_t v = w.get(key);
-  if (v <= 0) throw_error("{}: {} must be positive, got {}", w.op, key, v);
-  if (v > kMaxWorkloadKey) throw_error("{}: {}={} is too large", w.op, key, v);
-  return v;
-}
-
 using Arrays = std::vector<std::vector<double>>;
 
 OpInstance build_matmul(const Workload& w) {
-  int64_t m = positive(w, "M"), n = positive(w, "N"), k = positive(w, "K");
+  int64_t m = w.positive("M"), n = w.positive("N"), k = w.positive("K");
   Tensor a = placeholder({m, k}, DType::kFloat32, "A");
   Tensor b = placeholder({k, n}, DType::kFloat32, "B");
   Tensor c = matmul(a, b, "C");
@@ -61,13 +55,13 @@ struct ConvShape {
 };
 
 ConvShape conv_shape(const Workload& w) {
-  ConvShape s{positive(w, "N"),
-              positive(w, "C"),
-              positive(w, "H"),
-              positive(w, "W"),
-              positive(w, "O"),
-              positive(w, "K"),
-              positive(w, "S"),
+  ConvShape s{w.positive("N"),
+              w.positive("C"),
+              w.positive("H"),
+              w.positive("W"),
+              w.positive("O"),
+              w.positive("K"),
+              w.positive("S"),
               w.get("P"),
               0,
               0};
@@ -298,12 +292,12 @@ struct WindowShape {
 };
 
 WindowShape window_shape(const Workload& w) {
-  WindowShape s{positive(w, "N"),
-                positive(w, "C"),
-                positive(w, "H"),
-                positive(w, "W"),
-                positive(w, "K"),
-                positive(w, "S"),
+  WindowShape s{w.positive("N"),
+                w.positive("C"),
+                w.positive("H"),
+                w.positive("W"),
+                w.positive("K"),
+                w.positive("S"),
                 w.get("P"),
                 0,
                 0};
@@ -402,7 +396,7 @@ OpInstance build_pool2d(const Workload& w, PoolKind kind) {
 }
 
 OpInstance build_dense(const Workload& w) {
-  int64_t b = positive(w, "B"), in = positive(w, "I"), out = positive(w, "O");
+  int64_t b = w.positive("B"), in = w.positive("I"), out = w.positive("O");
   int64_t wb = w.get_or("WB", 0);
   if (wb < 0) throw_error("dense: WB={} (pre-packed weight block) is negative", wb);
   // A last block of fewer than WB outputs is zero-padded: LSTM's 4 x 650 gates in AVX-512's 16.
@@ -439,7 +433,7 @@ OpInstance build_dense(const Workload& w) {
 }
 
 OpInstance build_batch_matmul(const Workload& w) {
-  int64_t bs = positive(w, "B"), m = positive(w, "M"), n = positive(w, "N"), k = positive(w, "K");
+  int64_t bs = w.positive("B"), m = w.positive("M"), n = w.positive("N"), k = w.positive("K");
   Tensor a = placeholder({bs, m, k}, DType::kFloat32, "A");
   Tensor b = placeholder({bs, k, n}, DType::kFloat32, "B");
   Tensor c = batch_matmul(a, b, "C");
@@ -456,7 +450,7 @@ OpInstance build_batch_matmul(const Workload& w) {
 }
 
 OpInstance build_bias_add(const Workload& w) {
-  int64_t m = positive(w, "M"), n = positive(w, "N");
+  int64_t m = w.positive("M"), n = w.positive("N");
   Tensor a = placeholder({m, n}, DType::kFloat32, "A");
   Tensor b = placeholder({n}, DType::kFloat32, "b");
   Tensor c = add_broadcast_rows(a, b, "C");
@@ -469,7 +463,7 @@ OpInstance build_bias_add(const Workload& w) {
 }
 
 OpInstance build_add(const Workload& w) {
-  int64_t m = positive(w, "M"), n = positive(w, "N");
+  int64_t m = w.positive("M"), n = w.positive("N");
   Tensor a = placeholder({m, n}, DType::kFloat32, "A");
   Tensor b = placeholder({m, n}, DType::kFloat32, "B");
   Tensor c = add(a, b, "C");
@@ -481,7 +475,7 @@ OpInstance build_add(const Workload& w) {
 }
 
 OpInstance build_relu(const Workload& w) {
-  int64_t m = positive(w, "M"), n = positive(w, "N");
+  int64_t m = w.positive("M"), n = w.positive("N");
   Tensor a = placeholder({m, n}, DType::kFloat32, "A");
   Tensor b = relu(a, "B");
   OpInstance op{{a, b}, lower("relu", {a, b}), double(m * n), 1, nullptr};
@@ -493,7 +487,7 @@ OpInstance build_relu(const Workload& w) {
 
 // separate=1 applies the te-level rewrite before lowering, so strategies schedule two passes.
 OpInstance build_blur2d(const Workload& w) {
-  int64_t h = positive(w, "H"), wd = positive(w, "W"), separate = w.get("separate");
+  int64_t h = w.positive("H"), wd = w.positive("W"), separate = w.get("separate");
   if (h < 3 || wd < 3) throw_error("blur2d: the image must be at least 3x3, got {}x{}", h, wd);
   if (separate != 0 && separate != 1) throw_error("blur2d: separate must be 0 or 1");
   Tensor in = placeholder({h, wd}, DType::kFloat32, "in");
@@ -595,6 +589,13 @@ const std::vector<OpDef>& op_registry() {
        {},
        "row-wise softmax of X[M,N] (max subtracted first), float32",
        build_softmax},
+      {"attention",
+       {"B", "M", "N", "D", "DV"},
+       {{"BB", 0}},
+       "out[B,M,DV] = softmax(Q[B,M,D] x Kt[B,D,N] + bias) x V[B,N,DV] (softmax along N, max "
+       "subtracted first), float32: scores computed per tile of rows of out, never stored whole; "
+       "BB>0: + bias[b mod BB][M][N]",
+       build_attention},
       {"bias_add",
        {"M", "N"},
        {},

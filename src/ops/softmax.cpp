@@ -46,17 +46,10 @@ constexpr int64_t kRowLanes = 8;  // rows per vector in the row stages
 constexpr int64_t kUnrollK = 4;   // columns per unrolled step of the row stages
 constexpr int64_t kRfLanes = 16;  // partial results per row when the row stages are rfactored
 
-int64_t positive(const Workload& w, const std::string& key) {
-  int64_t v = w.get(key);
-  if (v <= 0) throw_error("{}: {} must be positive, got {}", w.op, key, v);
-  if (v > kMaxWorkloadKey) throw_error("{}: {}={} is too large", w.op, key, v);
-  return v;
-}
-
 }  // namespace
 
 OpInstance build_softmax(const Workload& w) {
-  const int64_t m = positive(w, "M"), n = positive(w, "N");
+  const int64_t m = w.positive("M"), n = w.positive("N");
   Tensor x = placeholder({m, n}, DType::kFloat32, "x");
   Tensor y = softmax_rows(x, "softmax");
   OpInstance op{{x, y}, lower("softmax", {x, y}), 5.0 * m * n, n, nullptr};
@@ -83,7 +76,7 @@ OpInstance build_softmax(const Workload& w) {
 // `fuse`, every stage is computed at the softmax nest's row tile: one pass over x instead of three
 // or four, and row_exp needs storage for one tile only.
 ConfigSpace softmax_space(const Workload& w) {
-  const int64_t m = positive(w, "M"), n = positive(w, "N");
+  const int64_t m = w.positive("M"), n = w.positive("N");
   std::vector<Knob> knobs{
       split_knob_from("tile_row", m, {{1}, {2}, {4}, {8}}),
       int_knob("vector_j", {1, 4, 8, 16}),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ops/attention.h"
 #include "ops/softmax.h"
 #include "runtime/isa.h"
 #include "schedule/library.h"
@@ -715,10 +716,11 @@ ConfigSpace space_for(const Workload& w) {
   if (w.op == "max_pool2d" || w.op == "avg_pool2d") return window_space(w, "pool");
   if (w.op == "add" || w.op == "relu" || w.op == "bias_add") return elementwise_space(w);
   if (w.op == "softmax") return softmax_space(w);
+  if (w.op == "attention") return attention_space(w);
   throw_error(
       "no search space for {} yet (spaces: matmul, conv2d, conv2d_nchwc, conv2d_bias_relu, dense, "
       "batch_matmul, depthwise_conv2d, depthwise_conv2d_nchwc, max_pool2d, avg_pool2d, add, relu, "
-      "bias_add, softmax)",
+      "bias_add, softmax, attention)",
       w.op);
 }
 

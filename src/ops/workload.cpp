@@ -42,6 +42,13 @@ int64_t Workload::get_or(const std::string& key, int64_t fallback) const {
   return fallback;
 }
 
+int64_t Workload::positive(const std::string& key) const {
+  int64_t v = get(key);
+  if (v <= 0) throw_error("{}: {} must be positive, got {}", op, key, v);
+  if (v > kMaxWorkloadKey) throw_error("{}: {}={} is too large", op, key, v);
+  return v;
+}
+
 int64_t Workload::kernel_width() const {
   return get_or("KW", 0) > 0 ? get("KW") : get("K");
 }

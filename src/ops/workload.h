@@ -11,6 +11,9 @@
 
 namespace tessera {
 
+/// The largest value of any workload key, either way (sizes, paddings, strides, blocks).
+constexpr int64_t kMaxWorkloadKey = int64_t{1} << 20;
+
 struct Workload {
   std::string op;
   std::vector<std::pair<std::string, int64_t>> params;
@@ -19,6 +22,8 @@ struct Workload {
   int64_t get(const std::string& key) const;
   /// The value of `key`, or `fallback` when the workload does not give it.
   int64_t get_or(const std::string& key, int64_t fallback) const;
+  /// The value of `key`, a size: throws tessera::Error unless it is in [1, kMaxWorkloadKey].
+  int64_t positive(const std::string& key) const;
   /// A convolution window's width and the padding of W: conv2d_nchwc's KW and PW where the
   /// window is rectangular, else K and P.
   int64_t kernel_width() const;
@@ -55,8 +60,6 @@ const std::vector<OpDef>& op_registry();
 /// unknown key, or an invalid shape.
 /// The largest tensor a kernel takes: generated code indexes with 32-bit integers.
 constexpr int64_t kMaxTensorElements = (int64_t{1} << 31) - 1;
-/// The largest value of any workload key, either way (sizes, paddings, strides, blocks).
-constexpr int64_t kMaxWorkloadKey = int64_t{1} << 20;
 
 OpInstance instantiate(const Workload& w);
 /// The workload with optional keys at their defaults left out, so that two spellings of the

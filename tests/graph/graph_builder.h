@@ -2,12 +2,16 @@
 #pragma once
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "graph/executor.h"
 #include "graph/graph.h"
+#include "graph/passes.h"
+#include "graph/reference.h"
 
 namespace tessera::testing {
 
@@ -86,6 +90,28 @@ inline double max_relative_error(const graph::HostTensor& a, const graph::HostTe
     scale = std::max(scale, std::abs(b.data[i]));
   }
   return a.data.size() == b.data.size() ? diff / std::max(scale, 1e-30) : 1e30;
+}
+
+/// The graph's output for one random input in [lo, hi], run by the reference path (on the graph
+/// as given, so that the passes are checked too) and by the executor (two threads) after the
+/// default passes, which `after` may inspect: their largest relative difference. With `out` the
+/// executor is kept there.
+inline double executor_error(graph::Graph g, GraphBuilder& b, double lo, double hi,
+                             graph::Executor* out = nullptr,
+                             const std::function<void(const graph::Graph&)>& after = {}) {
+  graph::HostTensor x = b.random_tensor(g.shape(g.inputs[0]), lo, hi);
+  graph::HostTensor expected = graph::run_reference(g, {{g.inputs[0], x}}).at(0);
+  graph::run_default_passes(g);
+  if (after) after(g);
+  graph::ExecutorParams params;
+  params.threads = 2;
+  graph::Executor ex = graph::Executor::compile(g, params);
+  ex.input(0).from_doubles(x.data);
+  ex.run();
+  graph::HostTensor got = ex.output(0);
+  if (got.shape != expected.shape) return 1e30;
+  if (out) *out = std::move(ex);
+  return max_relative_error(got, expected);
 }
 
 }  // namespace tessera::testing

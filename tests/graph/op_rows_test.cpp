@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "graph/executor.h"
+#include "graph/op_attrs.h"
 #include "graph/passes.h"
 #include "graph/reference.h"
 #include "graph_builder.h"
@@ -17,24 +18,8 @@ namespace {
 
 using graph::Graph;
 using graph::HostTensor;
+using testing::executor_error;
 using testing::GraphBuilder;
-
-// The graph's output run by the reference path (as given) and by the compiled executor (after
-// the default passes, which `after` may inspect); their largest relative difference.
-double kernel_error(Graph g, GraphBuilder& b, const std::function<void(const Graph&)>& after = {}) {
-  HostTensor x = b.random_tensor(g.shape(g.inputs[0]), -2, 2);
-  HostTensor expected = graph::run_reference(g, {{g.inputs[0], x}}).at(0);
-  graph::run_default_passes(g);
-  if (after) after(g);
-  graph::ExecutorParams params;
-  params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
-  ex.input(0).from_doubles(x.data);
-  ex.run();
-  HostTensor got = ex.output(0);
-  EXPECT_EQ(got.shape, expected.shape);
-  return testing::max_relative_error(got, expected);
-}
 
 int count_op(const Graph& g, const std::string& op) {
   int n = 0;
@@ -66,7 +51,7 @@ TEST(OpRows, InstanceNormalizationMatchesTheReference) {
     std::string y =
         b.node("InstanceNormalization", {x, b.random({shape[1]}, 0.5, 1.5), b.random({shape[1]})},
                {{"epsilon", 1e-5}});
-    EXPECT_LT(kernel_error(b.finish(b.node("Relu", {y})), b), 1e-5);
+    EXPECT_LT(executor_error(b.finish(b.node("Relu", {y})), b, -2, 2), 1e-5);
   }
 }
 
@@ -77,7 +62,7 @@ TEST(OpRows, ReductionsL1L2AndSumSquareMatchTheReference) {
       GraphBuilder b(32);
       std::string x = b.input({2, 3, 20});
       std::string r = b.node(op, {x}, {{"axes", std::vector<int64_t>{1, 2}}, {"keepdims", keep}});
-      EXPECT_LT(kernel_error(b.finish(b.node("Relu", {r})), b), 1e-5);
+      EXPECT_LT(executor_error(b.finish(b.node("Relu", {r})), b, -2, 2), 1e-5);
     }
   }
 }
@@ -105,10 +90,10 @@ TEST(OpRows, EinsumMatchesTheReferenceLoweredOrNot) {
     if (!c.other.empty()) in.push_back(b.random(c.other));
     std::string e = b.node("Einsum", in, {{"equation", c.equation}});
     Graph g = b.finish(b.node("Relu", {e}));
-    EXPECT_LT(kernel_error(g, b,
-                           [&](const Graph& passed) {
-                             EXPECT_EQ(count_op(passed, "Einsum"), c.lowered ? 0 : 1);
-                           }),
+    EXPECT_LT(executor_error(g, b, -2, 2, nullptr,
+                             [&](const Graph& passed) {
+                               EXPECT_EQ(count_op(passed, "Einsum"), c.lowered ? 0 : 1);
+                             }),
               1e-5);
   }
   GraphBuilder b(34);
@@ -126,7 +111,7 @@ TEST(OpRows, CumSumInEveryModeMatchesTheReference) {
         std::string x = b.input({3, 7, 4});
         std::string c = b.node("CumSum", {x, b.constant(ints({}, {double(axis)}))},
                                {{"exclusive", exclusive}, {"reverse", reverse}});
-        EXPECT_LT(kernel_error(b.finish(b.node("Relu", {c})), b), 1e-5);
+        EXPECT_LT(executor_error(b.finish(b.node("Relu", {c})), b, -2, 2), 1e-5);
       }
     }
   }
@@ -138,7 +123,7 @@ TEST(OpRows, GatherElementsMatchesTheReference) {
   std::string x = b.input({3, 6});
   std::string i = b.constant(ints({3, 4}, {0, 5, -1, 2, 3, 3, -6, 1, 4, 0, 2, 9}));
   std::string y = b.node("GatherElements", {x, i}, {{"axis", int64_t{1}}});
-  EXPECT_LT(kernel_error(b.finish(b.node("Relu", {y})), b), 1e-6);
+  EXPECT_LT(executor_error(b.finish(b.node("Relu", {y})), b, -2, 2), 1e-6);
 }
 
 // GatherND on constants is folded at import (with batch dimensions); on a runtime value it is
@@ -189,7 +174,7 @@ TEST(OpRows, RoundingReductionsAndScalarsAtTheirEdges) {
   std::string sq = b.node("ReduceSumSquare", {y, b.constant(ints({0}, {}))},
                           {{"noop_with_empty_axes", int64_t{1}}});
   Graph g = b.finish(b.node("Add", {sq, b.node("ReduceL1", {x}, {{"keepdims", int64_t{1}}})}));
-  EXPECT_LT(kernel_error(g, b), 1e-6);
+  EXPECT_LT(executor_error(g, b, -2, 2), 1e-6);
   GraphBuilder r(43);
   std::string scalar = r.input({});
   std::string e = error_of(r, r.node("CumSum", {scalar, r.constant(ints({}, {0}))}));
@@ -207,7 +192,7 @@ TEST(OpRows, IntegerDivisionTruncates) {
   HostTensor ref = graph::run_reference(g, {{g.inputs[0], in}}).at(0);
   for (size_t i = 0; i < in.data.size(); ++i)
     EXPECT_EQ(ref.data[i], std::trunc(in.data[i] / 0.375) + 0.5);
-  EXPECT_LT(kernel_error(g, b), 1e-6);
+  EXPECT_LT(executor_error(g, b, -2, 2), 1e-6);
 }
 
 // Constants folded at import are float32 values: T5's position buckets divide a Log by a float32
@@ -222,6 +207,41 @@ TEST(OpRows, FoldingComputesInFloat32) {
   Graph g = b.finish(b.node("Add", {x, b.node("Cast", {bucket}, {{"to", int64_t{1}}})}));
   ASSERT_TRUE(g.is_constant(bucket));
   EXPECT_EQ(g.constants.at(bucket).data, (std::vector<double>{2}));
+}
+
+// Self-attention over two heads of 20 positions: the scores (with a bias for every head, or one
+// shared by both), their Softmax along the keys and the product with V become one
+// tessera.Attention node, which computes what the three did; a Softmax along the queries,
+// probabilities read twice or a mask over the keys alone leave the three nodes as they are.
+TEST(OpRows, AttentionIsFusedWhereTheScoresAreReadOnce) {
+  enum class Form { kFused, kBias, kSharedBias, kQueryAxis, kReadTwice, kKeyMask };
+  for (Form form : {Form::kFused, Form::kBias, Form::kSharedBias, Form::kQueryAxis,
+                    Form::kReadTwice, Form::kKeyMask}) {
+    SCOPED_TRACE(static_cast<int>(form));
+    GraphBuilder b(41);
+    std::string x = b.input({2, 20, 8});
+    std::string q = b.node("MatMul", {x, b.random({8, 8})});
+    std::string kt = b.node("Transpose", {b.node("MatMul", {x, b.random({8, 8})})},
+                            {{"perm", std::vector<int64_t>{0, 2, 1}}});
+    std::string v = b.node("MatMul", {x, b.random({8, 12})});
+    std::string scores = b.node("MatMul", {q, kt});
+    if (form == Form::kBias) scores = b.node("Add", {scores, b.random({2, 20, 20}, -3, 3)});
+    if (form == Form::kSharedBias) scores = b.node("Add", {b.random({1, 20, 20}, -3, 3), scores});
+    if (form == Form::kKeyMask) scores = b.node("Add", {scores, b.random({1, 1, 20}, -3, 3)});
+    std::string p =
+        b.node("Softmax", {scores}, {{"axis", int64_t{form == Form::kQueryAxis ? 1 : -1}}});
+    std::string out = b.node("MatMul", {p, v});
+    if (form == Form::kReadTwice) out = b.node("Add", {out, b.node("ReduceSum", {p})});
+    Graph g = b.finish(b.node("Relu", {out}));
+    const int expected =
+        form == Form::kFused || form == Form::kBias || form == Form::kSharedBias ? 1 : 0;
+    EXPECT_LT(executor_error(g, b, -2, 2, nullptr,
+                             [&](const Graph& passed) {
+                               EXPECT_EQ(count_op(passed, graph::kAttention), expected);
+                               EXPECT_EQ(count_op(passed, "Softmax"), 1 - expected);
+                             }),
+              1e-5);
+  }
 }
 
 }  // namespace

@@ -21,24 +21,8 @@ namespace {
 
 using graph::Graph;
 using graph::HostTensor;
+using testing::executor_error;
 using testing::GraphBuilder;
-
-double run_against_reference(Graph g, GraphBuilder& b, double lo, double hi,
-                             graph::Executor* out = nullptr) {
-  HostTensor x = b.random_tensor(g.shape(g.inputs[0]), lo, hi);
-  // The reference runs the graph as given: the passes are checked too.
-  HostTensor expected = graph::run_reference(g, {{g.inputs[0], x}}).at(0);
-  graph::run_default_passes(g);
-  graph::ExecutorParams params;
-  params.threads = 2;
-  graph::Executor ex = graph::Executor::compile(g, params);
-  ex.input(0).from_doubles(x.data);
-  ex.run();
-  HostTensor got = ex.output(0);
-  EXPECT_EQ(got.shape, expected.shape);
-  if (out) *out = std::move(ex);
-  return testing::max_relative_error(got, expected);
-}
 
 // Transposes over merged dimensions: ones dropped, neighbours that keep their order merged, rows
 // that stay innermost copied as vectors, a few outer rows sharing the threads with the next. Each
@@ -60,7 +44,7 @@ TEST(OpTable, TransposesOfEveryFormMatchTheReference) {
     std::string x = b.input(shape);
     std::string t = b.node("Transpose", {x}, {{"perm", perm}});
     Graph g = b.finish(b.node("Add", {t, t}));
-    EXPECT_LT(run_against_reference(g, b, -2, 2), 1e-6);
+    EXPECT_LT(executor_error(g, b, -2, 2), 1e-6);
   }
 }
 
@@ -94,7 +78,7 @@ TEST(OpTable, EveryElementwiseRowMatchesItsReference) {
       if (op.name == "Gelu") attrs["approximate"] = std::string("tanh");
       Graph g = b.finish(b.node(op.name, inputs, attrs));
       graph::Executor ex;
-      EXPECT_LT(run_against_reference(g, b, lo, hi, &ex), 1e-5);
+      EXPECT_LT(executor_error(g, b, lo, hi, &ex), 1e-5);
       EXPECT_EQ(ex.kernels().size(), 1u) << "one kernel, no library operator";
     }
   EXPECT_GE(rows, 60);
@@ -125,7 +109,7 @@ TEST(OpTable, SqueezeExciteStaysInChannelBlocks) {
   }
   EXPECT_EQ(elementwise, 3);
   graph::Executor ex;
-  EXPECT_LT(run_against_reference(g, b, -2, 2, &ex), 1e-5);
+  EXPECT_LT(executor_error(g, b, -2, 2, &ex), 1e-5);
   int conversions = 0;
   for (const graph::KernelInfo& k : ex.kernels())
     conversions += k.workload.find("from_blocked") != std::string::npos ? k.uses : 0;
@@ -148,7 +132,7 @@ TEST(OpTable, ConcatOfBlockedConvolutionsStaysBlocked) {
       EXPECT_GT(n.attr_int(graph::kBlockAttr, 0), 0);
     }
   graph::Executor ex;
-  EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-5);
+  EXPECT_LT(executor_error(g, b, -1, 1, &ex), 1e-5);
   int from_blocked = 0;
   for (const graph::KernelInfo& k : ex.kernels())
     from_blocked += k.workload.find("from_blocked") != std::string::npos ? k.uses : 0;
@@ -183,7 +167,7 @@ TEST(OpTable, GatherChannelsMatchesTheReferenceInEitherLayout) {
       if (n.op != graph::kGatherChannels) continue;
       EXPECT_EQ(n.attr_int(graph::kBlockAttr, 0) > 0, blocked);
     }
-    EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+    EXPECT_LT(executor_error(g, b, -1, 1), 1e-5);
   }
 }
 
@@ -225,7 +209,7 @@ TEST(OpTable, StridedCopyMatchesTheReferenceAndStaysInsideItsInput) {
                                  {"strides", std::vector<int64_t>{1, columns}}});
     Graph g = b.finish(b.node(
         "Add", {reversed, b.node("Transpose", {across}, {{"perm", std::vector<int64_t>{1, 0}}})}));
-    EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-6);
+    EXPECT_LT(executor_error(g, b, -1, 1), 1e-6);
   }
   GraphBuilder b(34);
   std::string x = b.input({2, 3});
@@ -265,7 +249,7 @@ TEST(OpTable, DenseBlockConcatsCopyNothing) {
       {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
   Graph g = b.finish(b.conv(pooled, 64, 16, 1, 1, 0));
   graph::Executor ex;
-  EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-5);
+  EXPECT_LT(executor_error(g, b, -1, 1, &ex), 1e-5);
   int concats = 0, conversions = 0;
   for (const graph::KernelInfo& k : ex.kernels()) {
     concats += k.workload.find("concat") != std::string::npos ? k.uses : 0;
@@ -322,7 +306,7 @@ TEST(OpTable, RectangularAndCeilModePoolingMatchTheReference) {
       SCOPED_TRACE(op + " window " + std::to_string(i));
       GraphBuilder b(24);
       Graph g = b.finish(b.node(op, {b.input({1, 3, 9, 8})}, windows[i]));
-      EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+      EXPECT_LT(executor_error(g, b, -1, 1), 1e-5);
     }
 }
 
@@ -341,7 +325,7 @@ TEST(OpTable, ShapeArithmeticIsFoldedAtImport) {
   EXPECT_EQ(g.shape(y), (std::vector<int64_t>{2, 3, 4}));
   EXPECT_TRUE(g.is_constant(target));
   graph::Executor ex;
-  EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-6);
+  EXPECT_LT(executor_error(g, b, -1, 1, &ex), 1e-6);
   EXPECT_EQ(ex.kernels().size(), 1u) << "only the Sigmoid";
 }
 
@@ -362,14 +346,14 @@ TEST(OpTable, ConvTransposeMatchesTheReference) {
     int64_t group = windows[i].count("group") ? 2 : 1;
     Graph g = b.finish(
         b.node("ConvTranspose", {x, b.random({4, 6 / group, 4, 3}), b.random({6})}, windows[i]));
-    EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+    EXPECT_LT(executor_error(g, b, -1, 1), 1e-5);
   }
   GraphBuilder b(28);
   Graph g = b.finish(b.node(
       "ConvTranspose", {b.input({1, 2, 4, 4}), b.random({2, 3, 4, 4})},
       {{"strides", std::vector<int64_t>{2, 2}}, {"output_shape", std::vector<int64_t>{8, 8}}}));
   EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 3, 8, 8}));
-  EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+  EXPECT_LT(executor_error(g, b, -1, 1), 1e-5);
 }
 
 // Tanh through exp: saturated ends (e^2x past float's range) and the middle, on whole vectors.
@@ -378,7 +362,7 @@ TEST(OpTable, TanhHoldsAtBothEnds) {
     SCOPED_TRACE(range);
     GraphBuilder b(35);
     Graph g = b.finish(b.node("Tanh", {b.input({4, 64})}));
-    EXPECT_LT(run_against_reference(g, b, -range, range), 3e-7 / std::min(range, 1.0));
+    EXPECT_LT(executor_error(g, b, -range, range), 3e-7 / std::min(range, 1.0));
   }
 }
 
@@ -389,7 +373,7 @@ TEST(OpTable, ErfHoldsFromZeroToItsTails) {
     SCOPED_TRACE(range);
     GraphBuilder b(36);
     Graph g = b.finish(b.node("Erf", {b.input({4, 64})}));
-    EXPECT_LT(run_against_reference(g, b, -range, range), 4e-7);
+    EXPECT_LT(executor_error(g, b, -range, range), 4e-7);
   }
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<double> ends = {-inf, -1e30, -9.0,         -4.0, -3.9, 3.9,   4.0,    9.0,
@@ -428,7 +412,7 @@ TEST(OpTable, ElementwiseChainsRunAsOneKernel) {
                      b.constant({{}, {0.5}, false})});
   Graph g = b.finish(b.node("Sub", {b.random({1, 64}), gelu}));
   graph::Executor ex;
-  EXPECT_LT(run_against_reference(g, b, -3, 3, &ex), 1e-6);
+  EXPECT_LT(executor_error(g, b, -3, 3, &ex), 1e-6);
   EXPECT_EQ(ex.steps(), 2) << "the bias Add, then one kernel for the six nodes after it";
 
   // A chain stops where the next node reads a value computed after the chain's first node, or
@@ -438,12 +422,12 @@ TEST(OpTable, ElementwiseChainsRunAsOneKernel) {
   std::string s = c.node("Sigmoid", {x});
   std::string n = c.node("Neg", {x});
   Graph later = c.finish(c.node("Mul", {s, n}));
-  EXPECT_LT(run_against_reference(later, c, -3, 3, &ex), 1e-6);
+  EXPECT_LT(executor_error(later, c, -3, 3, &ex), 1e-6);
   EXPECT_EQ(ex.steps(), 2) << "Sigmoid; then Neg and the Mul, which reads the Sigmoid before it";
   GraphBuilder d(39);
   std::string v = d.node("Exp", {d.input({2, 32})});
   Graph twice = d.finish(d.node("Mul", {v, v}));
-  EXPECT_LT(run_against_reference(twice, d, -3, 3, &ex), 1e-6);
+  EXPECT_LT(executor_error(twice, d, -3, 3, &ex), 1e-6);
   EXPECT_EQ(ex.steps(), 2);
 }
 
@@ -483,7 +467,7 @@ TEST(OpTable, StridedConvTransposeRunsByPhases) {
   EXPECT_EQ(lowered.shape(lowered.nodes[13].inputs[1]), (V{3 * 4, 16, 2, 2}))
       << "3 channels fill no block: one Conv for the four phases";
   graph::Executor ex;
-  EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-5);
+  EXPECT_LT(executor_error(g, b, -1, 1, &ex), 1e-5);
   int shuffles_in_blocks = 0, conversions = 0;
   std::string kernels;
   for (const graph::KernelInfo& k : ex.kernels()) {
@@ -515,7 +499,7 @@ TEST(OpTable, StridedConvTransposeRunsByPhases) {
     Graph phased = wg;
     EXPECT_EQ(graph::lower_conv_transpose(phased), 1);
     EXPECT_EQ(phased.nodes.back().op, "tessera.PixelShuffle");
-    EXPECT_LT(run_against_reference(wg, wb, -1, 1), 1e-5);
+    EXPECT_LT(executor_error(wg, wb, -1, 1), 1e-5);
   }
 }
 
@@ -527,7 +511,7 @@ TEST(OpTable, DepthToSpaceMatchesTheReference) {
     Graph g = b.finish(b.node("DepthToSpace", {b.input({1, 18, 3, 4})},
                               {{"blocksize", int64_t{3}}, {"mode", std::string(mode)}}));
     EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 2, 9, 12}));
-    EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-6);
+    EXPECT_LT(executor_error(g, b, -1, 1), 1e-6);
   }
   // Between convolutions: DCR moves whole channel blocks and stays in them; CRD interleaves
   // inside a block and runs in NCHW.
@@ -538,7 +522,7 @@ TEST(OpTable, DepthToSpaceMatchesTheReference) {
                            {{"blocksize", int64_t{2}}, {"mode", std::string(mode)}});
     Graph g = b.finish(b.conv(y, 16, 16, 3, 1, 1));
     graph::Executor ex;
-    EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-5);
+    EXPECT_LT(executor_error(g, b, -1, 1, &ex), 1e-5);
     int in_blocks = 0;
     for (const graph::KernelInfo& k : ex.kernels())
       in_blocks += k.workload.starts_with("graph:depth_to_space_blocked") ? k.uses : 0;
@@ -567,7 +551,7 @@ TEST(OpTable, GatherWithConstantIndicesMatchesTheReference) {
       GraphBuilder b(29);
       std::string x = b.input({6, 6, 2});
       Graph g = b.finish(b.node("Gather", {x, b.constant(lists[i])}, {{"axis", axis}}));
-      EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-6);
+      EXPECT_LT(executor_error(g, b, -1, 1), 1e-6);
     }
   }
 }
@@ -590,7 +574,7 @@ TEST(OpTable, LeadingGathersOfConsecutiveIndicesAreViews) {
   std::string first = b.node("Gather", {h, b.constant({{}, {-3}, true})});
   Graph g = b.finish(b.node("Add", {last_two, b.node("Mul", {one, first})}));
   graph::Executor ex;
-  EXPECT_LT(run_against_reference(g, b, -1, 1, &ex), 1e-6);
+  EXPECT_LT(executor_error(g, b, -1, 1, &ex), 1e-6);
   EXPECT_EQ(gathers(ex), 0);
 
   GraphBuilder c(43);
@@ -599,7 +583,7 @@ TEST(OpTable, LeadingGathersOfConsecutiveIndicesAreViews) {
       c.node("Gather", {c.node("Relu", {y}), c.constant({{}, {2}, true})}, {{"axis", int64_t{1}}});
   std::string of_input = c.node("Gather", {y, c.constant({{}, {1}, true})});
   Graph copies = c.finish(c.node("Add", {inner, c.node("Neg", {of_input})}));
-  EXPECT_LT(run_against_reference(copies, c, -1, 1, &ex), 1e-6);
+  EXPECT_LT(executor_error(copies, c, -1, 1, &ex), 1e-6);
   EXPECT_EQ(gathers(ex), 2);
 }
 
@@ -631,7 +615,7 @@ TEST(OpTable, ResizeMatchesTheReferenceInEveryMode) {
           "Resize", {b.input({1, 3, 7, 9}), b.constant(empty), b.constant({{4}, scales, false})},
           attrs);
       Graph g = b.finish(y);
-      EXPECT_LE(run_against_reference(g, b, -1, 1), c.mode == "nearest" ? 0.0 : 1e-6);
+      EXPECT_LE(executor_error(g, b, -1, 1), c.mode == "nearest" ? 0.0 : 1e-6);
     }
   }
   // Sizes, between blocked convolutions (the resize runs on NCHW between them).
@@ -643,7 +627,7 @@ TEST(OpTable, ResizeMatchesTheReferenceInEveryMode) {
                {{"mode", std::string("linear")}});
     Graph g = b.finish(b.conv(h, 16, 16, 3, 1, 1));
     EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 16, 13, 9}));
-    EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-5);
+    EXPECT_LT(executor_error(g, b, -1, 1), 1e-5);
   }
   // A segmentation head's upsampling, large enough that the first pass (along the rows) runs on
   // the threads too, reading its taps from the tables as the last pass does.
@@ -655,7 +639,7 @@ TEST(OpTable, ResizeMatchesTheReferenceInEveryMode) {
                             b.constant({{4}, {1, 21, 112, 112}, true})},
                            {{"mode", std::string(mode)}});
     Graph g = b.finish(y);
-    EXPECT_LE(run_against_reference(g, b, -1, 1), std::string(mode) == "nearest" ? 0.0 : 1e-6);
+    EXPECT_LE(executor_error(g, b, -1, 1), std::string(mode) == "nearest" ? 0.0 : 1e-6);
   }
   // The reference: ties of asymmetric nearest round to the floor; align_corners keeps the ends.
   {
@@ -686,7 +670,7 @@ TEST(OpTable, ResizeMatchesTheReferenceInEveryMode) {
         b.node("Upsample", {b.input({1, 2, 3, 4})}, {{"scales", std::vector<double>{1, 1, 2, 3}}});
     Graph g = b.finish(y);
     EXPECT_EQ(g.shape(g.outputs[0]), (std::vector<int64_t>{1, 2, 6, 12}));
-    EXPECT_EQ(run_against_reference(g, b, -1, 1), 0.0);
+    EXPECT_EQ(executor_error(g, b, -1, 1), 0.0);
   }
   for (const auto& [attr, value] : std::vector<std::pair<std::string, graph::AttrValue>>{
            {"mode", std::string("cubic")},
@@ -734,7 +718,7 @@ TEST(OpTable, TriluMatchesTheReference) {
       std::string x = b.input({3, 5, 7});
       std::string t = b.node("Trilu", {x, b.constant({{}, {double(k)}, true})}, {{"upper", upper}});
       Graph g = b.finish(b.node("Add", {t, b.constant({{}, {0.25}, false})}));
-      EXPECT_LT(run_against_reference(g, b, -1, 1), 1e-6);
+      EXPECT_LT(executor_error(g, b, -1, 1), 1e-6);
     }
   }
 }

@@ -1,0 +1,186 @@
+// The tessera.Attention row and the pass that makes it: MatMul(Q, Kt), a Softmax along the keys
+// and MatMul(P, V) become one node, planned as the library's `attention` operator, which keeps
+// each tile of query rows' scores in cache instead of writing all of them to memory.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "graph/op_rows.h"
+#include "graph/passes.h"
+#include "te/error.h"
+
+namespace tessera::graph {
+
+namespace {
+
+// Q [..., M, D], Kt [..., D, N], V [..., N, DV] with the same leading (batch) dimensions.
+struct AttentionShape {
+  int64_t batch = 1, m = 0, d = 0, n = 0, dv = 0;
+  int64_t bias_heads = 0;  // 0: no bias
+};
+
+std::optional<AttentionShape> attention_shape(const std::vector<int64_t>& q,
+                                              const std::vector<int64_t>& kt,
+                                              const std::vector<int64_t>& v) {
+  const size_t rank = q.size();
+  if (rank < 2 || kt.size() != rank || v.size() != rank) return std::nullopt;
+  if (!std::equal(q.begin(), q.end() - 2, kt.begin()) ||
+      !std::equal(q.begin(), q.end() - 2, v.begin()))
+    return std::nullopt;
+  AttentionShape s;
+  s.m = q[rank - 2];
+  s.d = q[rank - 1];
+  s.n = kt[rank - 1];
+  s.dv = v[rank - 1];
+  if (kt[rank - 2] != s.d || v[rank - 2] != s.n) return std::nullopt;
+  for (size_t i = 0; i + 2 < rank; ++i) s.batch *= q[i];
+  return s;
+}
+
+// How many heads a bias of shape `bias` added to scores of shape `scores` ([..., M, N]) holds, as
+// the operator reads it (head h adds bias h mod BB): its last two dimensions M and N, its leading
+// ones (broadcast) 1 up to a suffix of the scores' leading dimensions. A mask over the keys alone
+// ([1, 1, 1, N]) is not such a bias.
+std::optional<int64_t> bias_heads(const std::vector<int64_t>& bias,
+                                  const std::vector<int64_t>& scores) {
+  const size_t rank = scores.size();
+  if (bias.size() < 2 || bias.size() > rank || bias[bias.size() - 2] != scores[rank - 2] ||
+      bias.back() != scores.back())
+    return std::nullopt;
+  size_t first = 0;
+  while (first + 2 < bias.size() && bias[first] == 1) ++first;
+  int64_t heads = 1;
+  for (size_t d = first; d + 2 < bias.size(); ++d) {
+    if (bias[d] != scores[rank - bias.size() + d]) return std::nullopt;
+    heads *= bias[d];
+  }
+  return heads;
+}
+
+AttentionShape read_attention(const Node& n, const Graph& g) {
+  std::optional<AttentionShape> s =
+      attention_shape(g.shape(n.inputs.at(0)), g.shape(n.inputs.at(1)), g.shape(n.inputs.at(2)));
+  if (!s) throw_error("{}: needs Q [..., M, D], Kt [..., D, N] and V [..., N, DV]", n.where());
+  if (n.attr_int("tessera.bias", 0) != 0) {
+    std::vector<int64_t> scores = g.shape(n.inputs[0]);
+    scores.back() = s->n;
+    std::optional<int64_t> heads = bias_heads(g.shape(n.inputs[3]), scores);
+    if (!heads) throw_error("{}: the bias does not broadcast over the scores' heads", n.where());
+    s->bias_heads = *heads;
+  }
+  return *s;
+}
+
+// The only reader of `value` (not a model output), or nullptr.
+const Node* only_reader(const Graph& g, const std::vector<Node>& nodes, const std::string& value) {
+  if (g.is_output(value)) return nullptr;
+  std::vector<size_t> readers = g.consumers(value);
+  if (readers.size() != 1) return nullptr;
+  return &nodes[readers[0]];
+}
+
+}  // namespace
+
+void add_attention_rows(std::vector<OpDef>& table) {
+  OpDef d;
+  d.name = kAttention;
+  d.infer = [](const Node& n, const Graph& g) {
+    std::vector<int64_t> out = g.shape(n.inputs.at(0));
+    out.back() = read_attention(n, g).dv;
+    return out;
+  };
+  d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
+    const AttentionShape s = read_attention(n, g);
+    const std::vector<double>&q = in.at(0)->data, &kt = in.at(1)->data, &v = in.at(2)->data;
+    const std::vector<double>& bias = s.bias_heads > 0 ? in.at(3)->data : v;
+    std::vector<int64_t> shape = g.shape(n.inputs[0]);
+    shape.back() = s.dv;
+    HostTensor out{shape, std::vector<double>(static_cast<size_t>(s.batch * s.m * s.dv)), false};
+    std::vector<double> row(static_cast<size_t>(s.n));
+    for (int64_t b = 0; b < s.batch; ++b) {
+      for (int64_t i = 0; i < s.m; ++i) {
+        for (int64_t j = 0; j < s.n; ++j) {
+          double acc = 0;
+          for (int64_t k = 0; k < s.d; ++k)
+            acc += q[(b * s.m + i) * s.d + k] * kt[(b * s.d + k) * s.n + j];
+          row[j] = s.bias_heads == 0 ? acc : acc + bias[((b % s.bias_heads) * s.m + i) * s.n + j];
+        }
+        const double top = *std::max_element(row.begin(), row.end());
+        double total = 0;
+        for (double& x : row) total += x = std::exp(x - top);
+        for (int64_t c = 0; c < s.dv; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < s.n; ++j) acc += row[j] * v[(b * s.n + j) * s.dv + c];
+          out.data[(b * s.m + i) * s.dv + c] = acc / total;
+        }
+      }
+    }
+    return out;
+  };
+  table.push_back(std::move(d));
+}
+
+int fuse_attention(Graph& g) {
+  int fused = 0;
+  std::vector<bool> drop(g.nodes.size(), false);
+  for (size_t at = 0; at < g.nodes.size(); ++at) {
+    Node& scores = g.nodes[at];
+    if (scores.op != "MatMul" || scores.epilogue.size() > 1) continue;
+    // A bias added to the scores (fuse_epilogues put it there): a mask, a position bias.
+    std::string bias;
+    if (!scores.epilogue.empty()) {
+      const Epilogue& e = scores.epilogue[0];
+      if (e.kind != Epilogue::Kind::kAdd) continue;
+      bias = scores.inputs.at(static_cast<size_t>(e.input));
+      if (!bias_heads(g.shape(bias), g.shape(scores.outputs[0]))) continue;
+    }
+    const Node* softmax = only_reader(g, g.nodes, scores.outputs[0]);
+    if (!softmax || softmax->op != "Softmax") continue;
+    const auto rank = static_cast<int64_t>(g.shape(softmax->outputs[0]).size());
+    // Before opset 13 the axis flattens what follows it: the keys alone only from the last one.
+    if (normalize_axis(*softmax, softmax->attr_int("axis", g.opset >= 13 ? -1 : 1), rank) !=
+        rank - 1)
+      continue;
+    const Node* product = only_reader(g, g.nodes, softmax->outputs[0]);
+    if (!product || product->op != "MatMul" || product->inputs[0] != softmax->outputs[0] ||
+        product->inputs[1] == softmax->outputs[0])
+      continue;
+    if (!attention_shape(g.shape(scores.inputs[0]), g.shape(scores.inputs[1]),
+                         g.shape(product->inputs[1])))
+      continue;
+    Node fused_node;
+    fused_node.name = product->name;
+    fused_node.op = kAttention;
+    fused_node.inputs = {scores.inputs[0], scores.inputs[1], product->inputs[1]};
+    if (!bias.empty()) {
+      fused_node.inputs.push_back(bias);
+      fused_node.attrs["tessera.bias"] = int64_t{1};
+    }
+    // The product's own epilogue (a residual, an activation) stays on the result, what it adds
+    // read after the operands.
+    fused_node.epilogue = product->epilogue;
+    for (Epilogue& e : fused_node.epilogue) {
+      if (e.kind != Epilogue::Kind::kAdd) continue;
+      fused_node.inputs.push_back(product->inputs.at(static_cast<size_t>(e.input)));
+      e.input = static_cast<int>(fused_node.inputs.size() - 1);
+    }
+    fused_node.outputs = product->outputs;
+    const auto softmax_at = static_cast<size_t>(softmax - g.nodes.data());
+    const auto product_at = static_cast<size_t>(product - g.nodes.data());
+    g.shapes.erase(scores.outputs[0]);
+    g.shapes.erase(softmax->outputs[0]);
+    // At the product's place: V may be computed between the scores and the product.
+    g.nodes[product_at] = std::move(fused_node);
+    drop[at] = drop[softmax_at] = true;
+    ++fused;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  return fused;
+}
+
+}  // namespace tessera::graph
