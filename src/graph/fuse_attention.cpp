@@ -122,7 +122,7 @@ void add_attention_rows(std::vector<OpDef>& table) {
   table.push_back(std::move(d));
 }
 
-int fuse_attention(Graph& g) {
+int fuse_attention(Graph& g, int64_t min_scores) {
   int fused = 0;
   std::vector<bool> drop(g.nodes.size(), false);
   for (size_t at = 0; at < g.nodes.size(); ++at) {
@@ -148,7 +148,8 @@ int fuse_attention(Graph& g) {
         product->inputs[1] == softmax->outputs[0])
       continue;
     if (!attention_shape(g.shape(scores.inputs[0]), g.shape(scores.inputs[1]),
-                         g.shape(product->inputs[1])))
+                         g.shape(product->inputs[1])) ||
+        num_elements(g.shape(scores.outputs[0])) < min_scores)
       continue;
     Node fused_node;
     fused_node.name = product->name;

@@ -209,29 +209,32 @@ TEST(OpRows, FoldingComputesInFloat32) {
   EXPECT_EQ(g.constants.at(bucket).data, (std::vector<double>{2}));
 }
 
-// Self-attention over two heads of 20 positions: the scores (with a bias for every head, or one
-// shared by both), their Softmax along the keys and the product with V become one
-// tessera.Attention node, which computes what the three did; a Softmax along the queries,
-// probabilities read twice or a mask over the keys alone leave the three nodes as they are.
-TEST(OpRows, AttentionIsFusedWhereTheScoresAreReadOnce) {
-  enum class Form { kFused, kBias, kSharedBias, kQueryAxis, kReadTwice, kKeyMask };
+// Self-attention over two heads of 1024 positions (2M scores, past kFusedAttentionScores): the
+// scores (with a bias for every head, or one shared by both), their Softmax along the keys and the
+// product with V become one tessera.Attention node, which computes what the three did; a Softmax
+// along the queries, probabilities read twice, a mask over the keys alone or scores that stay in
+// cache anyway (20 positions) leave the three nodes as they are.
+TEST(OpRows, AttentionIsFusedWhereTheScoresAreLargeAndReadOnce) {
+  enum class Form { kFused, kBias, kSharedBias, kQueryAxis, kReadTwice, kKeyMask, kSmall };
   for (Form form : {Form::kFused, Form::kBias, Form::kSharedBias, Form::kQueryAxis,
-                    Form::kReadTwice, Form::kKeyMask}) {
+                    Form::kReadTwice, Form::kKeyMask, Form::kSmall}) {
     SCOPED_TRACE(static_cast<int>(form));
+    const int64_t n = form == Form::kSmall ? 20 : 1024;
     GraphBuilder b(41);
-    std::string x = b.input({2, 20, 8});
+    std::string x = b.input({2, n, 8});
     std::string q = b.node("MatMul", {x, b.random({8, 8})});
     std::string kt = b.node("Transpose", {b.node("MatMul", {x, b.random({8, 8})})},
                             {{"perm", std::vector<int64_t>{0, 2, 1}}});
     std::string v = b.node("MatMul", {x, b.random({8, 12})});
     std::string scores = b.node("MatMul", {q, kt});
-    if (form == Form::kBias) scores = b.node("Add", {scores, b.random({2, 20, 20}, -3, 3)});
-    if (form == Form::kSharedBias) scores = b.node("Add", {b.random({1, 20, 20}, -3, 3), scores});
-    if (form == Form::kKeyMask) scores = b.node("Add", {scores, b.random({1, 1, 20}, -3, 3)});
+    if (form == Form::kBias) scores = b.node("Add", {scores, b.random({2, n, n}, -3, 3)});
+    if (form == Form::kSharedBias) scores = b.node("Add", {b.random({1, n, n}, -3, 3), scores});
+    if (form == Form::kKeyMask) scores = b.node("Add", {scores, b.random({1, 1, n}, -3, 3)});
     std::string p =
         b.node("Softmax", {scores}, {{"axis", int64_t{form == Form::kQueryAxis ? 1 : -1}}});
     std::string out = b.node("MatMul", {p, v});
-    if (form == Form::kReadTwice) out = b.node("Add", {out, b.node("ReduceSum", {p})});
+    if (form == Form::kReadTwice)
+      out = b.node("Add", {out, b.node("ReduceMax", {p}, {{"axes", std::vector<int64_t>{2}}})});
     Graph g = b.finish(b.node("Relu", {out}));
     const int expected =
         form == Form::kFused || form == Form::kBias || form == Form::kSharedBias ? 1 : 0;
