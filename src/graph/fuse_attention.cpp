@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "graph/op_rows.h"
@@ -125,36 +126,82 @@ void add_attention_rows(std::vector<OpDef>& table) {
 int fuse_attention(Graph& g, int64_t min_scores) {
   int fused = 0;
   std::vector<bool> drop(g.nodes.size(), false);
+  // Nodes to run just before a fused one (the query scaled), by the fused node's index.
+  std::map<size_t, Node> before;
+  auto index_of = [&](const Node* n) { return static_cast<size_t>(n - g.nodes.data()); };
   for (size_t at = 0; at < g.nodes.size(); ++at) {
-    Node& scores = g.nodes[at];
+    const Node& scores = g.nodes[at];
     if (scores.op != "MatMul" || scores.epilogue.size() > 1) continue;
+    const std::vector<int64_t>& score_shape = g.shape(scores.outputs[0]);
+    std::vector<size_t> chain{at};  // the nodes the fused one replaces, but the product
     // A bias added to the scores (fuse_epilogues put it there): a mask, a position bias.
     std::string bias;
     if (!scores.epilogue.empty()) {
       const Epilogue& e = scores.epilogue[0];
       if (e.kind != Epilogue::Kind::kAdd) continue;
       bias = scores.inputs.at(static_cast<size_t>(e.input));
-      if (!bias_heads(g.shape(bias), g.shape(scores.outputs[0]))) continue;
+      if (!bias_heads(g.shape(bias), score_shape)) continue;
     }
-    const Node* softmax = only_reader(g, g.nodes, scores.outputs[0]);
+    std::string value = scores.outputs[0];
+    const Node* next = only_reader(g, g.nodes, value);
+    // The scores scaled by a constant (BERT's 1 / sqrt(d) after the product), before any bias.
+    std::optional<double> scale;
+    if (next && bias.empty() && (next->op == "Mul" || next->op == "Div") &&
+        next->inputs.size() == 2 && next->inputs[0] == value && g.is_constant(next->inputs[1]) &&
+        g.constants.at(next->inputs[1]).num_elements() == 1 &&
+        !g.constants.at(next->inputs[1]).is_int) {
+      const double c = g.constants.at(next->inputs[1]).data[0];
+      scale = next->op == "Mul" ? c : 1.0 / c;
+      chain.push_back(index_of(next));
+      value = next->outputs[0];
+      next = only_reader(g, g.nodes, value);
+    }
+    // Or a bias added by a node of its own (after a scale, or where nothing fused it).
+    if (next && bias.empty() && next->op == "Add" && next->inputs.size() == 2 &&
+        g.shape(next->outputs[0]) == score_shape) {
+      const std::string& other = next->inputs[0] == value ? next->inputs[1] : next->inputs[0];
+      if (other != value && bias_heads(g.shape(other), score_shape)) {
+        bias = other;
+        chain.push_back(index_of(next));
+        value = next->outputs[0];
+        next = only_reader(g, g.nodes, value);
+      }
+    }
+    const Node* softmax = next;
     if (!softmax || softmax->op != "Softmax") continue;
     const auto rank = static_cast<int64_t>(g.shape(softmax->outputs[0]).size());
     // Before opset 13 the axis flattens what follows it: the keys alone only from the last one.
     if (normalize_axis(*softmax, softmax->attr_int("axis", g.opset >= 13 ? -1 : 1), rank) !=
         rank - 1)
       continue;
+    chain.push_back(index_of(softmax));
     const Node* product = only_reader(g, g.nodes, softmax->outputs[0]);
     if (!product || product->op != "MatMul" || product->inputs[0] != softmax->outputs[0] ||
         product->inputs[1] == softmax->outputs[0])
       continue;
     if (!attention_shape(g.shape(scores.inputs[0]), g.shape(scores.inputs[1]),
                          g.shape(product->inputs[1])) ||
-        num_elements(g.shape(scores.outputs[0])) < min_scores)
+        num_elements(score_shape) < min_scores)
       continue;
+    const size_t product_at = index_of(product);
     Node fused_node;
     fused_node.name = product->name;
     fused_node.op = kAttention;
     fused_node.inputs = {scores.inputs[0], scores.inputs[1], product->inputs[1]};
+    if (scale) {
+      // (s Q) Kt: the query is B x M x D, the scores B x M x N.
+      const std::string prefix = "tessera.attention." + product->outputs[0];
+      g.constants[prefix + ".scale"] = HostTensor{{}, {*scale}, false};
+      g.shapes[prefix + ".scale"] = {};
+      Node mul;
+      mul.name = prefix + ".scale_query";
+      mul.op = "Mul";
+      mul.inputs = {scores.inputs[0], prefix + ".scale"};
+      mul.outputs = {prefix + ".query"};
+      g.shapes[mul.outputs[0]] = g.shape(scores.inputs[0]);
+      fused_node.inputs[0] = mul.outputs[0];
+      before[product_at] = std::move(mul);
+    }
     if (!bias.empty()) {
       fused_node.inputs.push_back(bias);
       fused_node.attrs["tessera.bias"] = int64_t{1};
@@ -168,18 +215,19 @@ int fuse_attention(Graph& g, int64_t min_scores) {
       e.input = static_cast<int>(fused_node.inputs.size() - 1);
     }
     fused_node.outputs = product->outputs;
-    const auto softmax_at = static_cast<size_t>(softmax - g.nodes.data());
-    const auto product_at = static_cast<size_t>(product - g.nodes.data());
-    g.shapes.erase(scores.outputs[0]);
-    g.shapes.erase(softmax->outputs[0]);
+    for (size_t i : chain) {
+      g.shapes.erase(g.nodes[i].outputs[0]);
+      drop[i] = true;
+    }
     // At the product's place: V may be computed between the scores and the product.
     g.nodes[product_at] = std::move(fused_node);
-    drop[at] = drop[softmax_at] = true;
     ++fused;
   }
   std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (auto it = before.find(i); it != before.end()) kept.push_back(std::move(it->second));
     if (!drop[i]) kept.push_back(std::move(g.nodes[i]));
+  }
   g.nodes = std::move(kept);
   return fused;
 }

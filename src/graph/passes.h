@@ -73,11 +73,12 @@ int fold_copies(Graph& g);
 /// time, where models with 0.8-1.9 MB of scores (BERT, ViT, DistilBERT, T5 at 128-197 tokens)
 /// ran 0-1% slower and GPT-2's and Swin-T's 2-3% slower.
 inline constexpr int64_t kFusedAttentionScores = int64_t{1} << 20;
-/// MatMul(Q, Kt), a Softmax along its last axis that only it reads, and MatMul(P, V), which
-/// alone reads the Softmax, become one tessera.Attention node (the same leading dimensions on all
-/// three operands; on the first product no epilogue but the Add of a bias [..., M, N] whose
-/// leading dimensions are 1 up to a suffix of the scores'; the second's stays on the result),
-/// where the scores of all heads hold `min_scores` elements or more. Returns how many.
+/// MatMul(Q, Kt), a Softmax along its last axis and MatMul(P, V), each read only by the next,
+/// become one tessera.Attention node (the same leading dimensions on all three operands), where
+/// the scores of all heads hold `min_scores` elements or more. Between the product and the
+/// Softmax: a Mul or Div by a scalar constant (which then scales Q), then the Add of a bias
+/// [..., M, N] (a node, or the product's fused epilogue) whose leading dimensions are 1 up to a
+/// suffix of the scores'; the second product's epilogue stays on the result. Returns how many.
 int fuse_attention(Graph& g, int64_t min_scores = kFusedAttentionScores);
 /// Values whose channel count is not a multiple of `lanes` (above 8) get zero channels up to the
 /// next multiple, so that the graph runs in one vector-wide channel block. Values that must pad

@@ -286,6 +286,26 @@ def encoder():
     return b.model("encoder_layer", [1, seq, dim], first, opset=17), [1, seq, dim]
 
 
+def long_attention():
+    """Causal self-attention over 1024 positions in two heads (2M scores, what fuse_attention
+    runs as one attention operator): the mask added to the scores, Softmax, the product with V."""
+    b = Builder(21)
+    seq, dim, heads = 1024, 32, 2
+    x = "input"
+
+    def heads_of(t):
+        return b.op("Transpose", [b.op("Reshape", [t, b.ints([1, seq, heads, dim // heads])])],
+                    perm=[0, 2, 1, 3])
+
+    q, k, v = (heads_of(b.op("MatMul", [x, b.weight(dim, dim)])) for _ in range(3))
+    scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])])
+    mask = np.triu(np.full((seq, seq), -1e9, dtype=np.float32), 1).reshape(1, 1, seq, seq)
+    scores = b.op("Add", [b.op("Mul", [scores, b.scalar(0.25)]), b.const(mask)])
+    attn = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])
+    out = b.op("Reshape", [b.op("Transpose", [attn], perm=[0, 2, 1, 3]), b.ints([1, seq, dim])])
+    return b.model("long_attention", [1, seq, dim], out), [1, seq, dim]
+
+
 def more_ops():
     """The rest of the table: Pad, Tile, Expand, Where, comparisons, Cast, Pow, Sqrt, Min/Max,
     reductions with and without keepdims, Softmax and LogSoftmax off the last axis, AveragePool
@@ -585,7 +605,7 @@ def main():
           f"{'ort ms':>9}  kernels")
     for build in (mlp, dqn, resnet, mobilenet, misc, se_block, grouped, shuffle, encoder, more_ops,
                   dcgan, matmul_broadcast, recurrent_lm, resize, upsample, masks, exporter_extras,
-                  one_dimensional, einsum, token_positions):
+                  one_dimensional, einsum, token_positions, long_attention):
         if args.only and build.__name__ not in args.only:
             continue
         model, shape = build()
@@ -623,6 +643,11 @@ def main():
         lib_err = relative_error(lib_out, expected) if lib_out.shape == expected.shape else np.inf
         ok = err <= args.tolerance and lib_err <= args.tolerance
         failures += not ok
+        if name == "long_attention" and not any(
+                k["workload"].startswith("attention:") for k in report["kernels"]):
+            print(f"{name:<22} FAILED: not run as one attention operator")
+            ok = False
+            failures += 1
         kernels = len(report["kernels"])
         print(f"{name:<22} {err:>12.2e} {lib_err:>9.2e} {report['ms_median']:>11.3f} "
               f"{lib_report['ms_median']:>8.3f} {ort_ms:>9.3f}  "

@@ -210,14 +210,23 @@ TEST(OpRows, FoldingComputesInFloat32) {
 }
 
 // Self-attention over two heads of 1024 positions (2M scores, past kFusedAttentionScores): the
-// scores (with a bias for every head, or one shared by both), their Softmax along the keys and the
-// product with V become one tessera.Attention node, which computes what the three did; a Softmax
-// along the queries, probabilities read twice, a mask over the keys alone or scores that stay in
-// cache anyway (20 positions) leave the three nodes as they are.
+// scores (with a bias for every head, or one shared by both, after a scale or not), their Softmax
+// along the keys and the product with V become one tessera.Attention node, which computes what the
+// three did; a Softmax along the queries, probabilities read twice, a mask over the keys alone or
+// scores that stay in cache anyway (20 positions) leave the three nodes as they are.
 TEST(OpRows, AttentionIsFusedWhereTheScoresAreLargeAndReadOnce) {
-  enum class Form { kFused, kBias, kSharedBias, kQueryAxis, kReadTwice, kKeyMask, kSmall };
-  for (Form form : {Form::kFused, Form::kBias, Form::kSharedBias, Form::kQueryAxis,
-                    Form::kReadTwice, Form::kKeyMask, Form::kSmall}) {
+  enum class Form {
+    kFused,
+    kBias,
+    kSharedBias,
+    kScaledBias,
+    kQueryAxis,
+    kReadTwice,
+    kKeyMask,
+    kSmall
+  };
+  for (Form form : {Form::kFused, Form::kBias, Form::kSharedBias, Form::kScaledBias,
+                    Form::kQueryAxis, Form::kReadTwice, Form::kKeyMask, Form::kSmall}) {
     SCOPED_TRACE(static_cast<int>(form));
     const int64_t n = form == Form::kSmall ? 20 : 1024;
     GraphBuilder b(41);
@@ -229,6 +238,10 @@ TEST(OpRows, AttentionIsFusedWhereTheScoresAreLargeAndReadOnce) {
     std::string scores = b.node("MatMul", {q, kt});
     if (form == Form::kBias) scores = b.node("Add", {scores, b.random({2, n, n}, -3, 3)});
     if (form == Form::kSharedBias) scores = b.node("Add", {b.random({1, n, n}, -3, 3), scores});
+    if (form == Form::kScaledBias) {
+      scores = b.node("Div", {scores, b.constant({{}, {2.5}, false})});
+      scores = b.node("Add", {scores, b.random({1, n, n}, -3, 3)});
+    }
     if (form == Form::kKeyMask) scores = b.node("Add", {scores, b.random({1, 1, n}, -3, 3)});
     std::string p =
         b.node("Softmax", {scores}, {{"axis", int64_t{form == Form::kQueryAxis ? 1 : -1}}});
@@ -236,8 +249,10 @@ TEST(OpRows, AttentionIsFusedWhereTheScoresAreLargeAndReadOnce) {
     if (form == Form::kReadTwice)
       out = b.node("Add", {out, b.node("ReduceMax", {p}, {{"axes", std::vector<int64_t>{2}}})});
     Graph g = b.finish(b.node("Relu", {out}));
-    const int expected =
-        form == Form::kFused || form == Form::kBias || form == Form::kSharedBias ? 1 : 0;
+    const int expected = form == Form::kFused || form == Form::kBias || form == Form::kSharedBias ||
+                                 form == Form::kScaledBias
+                             ? 1
+                             : 0;
     EXPECT_LT(executor_error(g, b, -2, 2, nullptr,
                              [&](const Graph& passed) {
                                EXPECT_EQ(count_op(passed, graph::kAttention), expected);
