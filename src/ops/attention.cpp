@@ -103,21 +103,40 @@ OpInstance build_attention(const Workload& w) {
 
 namespace {
 
+// Rows of V per slice when the strips share them: 128 x 64 floats, 32 KB, in L1 beside the rest.
+constexpr int64_t kSharedSlice = 128;
+
 // A register tile of `rows` x `vectors` accumulators of `lanes` for stage `s` (loops s.i, s.j and
 // its reduction s.k): the reduction outside the tile, the tile unrolled, vectors along j, the
-// accumulators in a write cache so that they stay in registers over the whole reduction.
+// accumulators in a write cache. With `depth` 0 the strips of rows run outermost and each tile's
+// accumulators stay in registers over the whole reduction; otherwise the reduction runs in
+// slices of `depth` outermost (the whole of it where `depth` covers it), each block of the
+// operand read along k then used by every strip of the tile from L1, the accumulators loaded and
+// stored once per slice.
 std::vector<ProgramStrategy> register_tile(const std::string& s, int64_t rows, int64_t vectors,
-                                           int64_t lanes) {
+                                           int64_t lanes, int64_t depth) {
   const std::string i = s + ".i", j = s + ".j", k = s + ".k";
-  return {split(i, rows),
-          split(j, vectors * lanes),
-          split(j + ".inner", lanes),
-          reorder({i + ".outer", j + ".outer", k, i + ".inner", j + ".inner.outer",
-                   j + ".inner.inner"}),
-          vectorize(j + ".inner.inner"),
-          unroll(j + ".inner.outer"),
-          unroll(i + ".inner"),
-          cache_write(s, j + ".outer")};
+  std::vector<ProgramStrategy> steps{split(i, rows), split(j, vectors * lanes),
+                                     split(j + ".inner", lanes)};
+  const std::vector<std::string> tile{i + ".inner", j + ".inner.outer", j + ".inner.inner"};
+  std::vector<std::string> order;
+  std::string cached_at = j + ".outer";
+  if (depth == 0) {
+    order = {i + ".outer", j + ".outer", k};
+  } else if (depth < 0) {
+    // The columns' blocks outside the strips, the whole reduction inside (a short one: the
+    // scores' D).
+    order = {j + ".outer", i + ".outer", k};
+    cached_at = i + ".outer";
+  } else {
+    steps.push_back(split(k, depth));
+    order = {k + ".outer", i + ".outer", j + ".outer", k + ".inner"};
+  }
+  order.insert(order.end(), tile.begin(), tile.end());
+  steps.insert(steps.end(),
+               {reorder(order), vectorize(j + ".inner.inner"), unroll(j + ".inner.outer"),
+                unroll(i + ".inner"), cache_write(s, cached_at)});
+  return steps;
 }
 
 // A row reduction of a tile as `vectors` x `lanes` partial results along the row, combined after
@@ -169,6 +188,7 @@ ConfigSpace attention_space(const Workload& w) {
       std::move(score_tile),
       int_knob("attend_rows", attend_rows),
       int_knob("row_vectors", {1, 4}),
+      choice_knob("blocks", {"per_strip", "shared"}),
       choice_knob("parallel", {"off", "heads", "tiles"}),
   };
   auto instantiate = [lanes, dv_vectors](const ConfigSpace& s, const Config& c) {
@@ -180,12 +200,15 @@ ConfigSpace attention_space(const Workload& w) {
     auto append = [&steps](std::vector<ProgramStrategy> more) {
       steps.insert(steps.end(), more.begin(), more.end());
     };
-    append(register_tile("score", score_tile[0], score_tile[1], lanes));
+    // Shared: Kt's column block and slices of V's rows are read by every strip of the tile.
+    const bool shared = s.label(c, "blocks") == "shared";
+    append(register_tile("score", score_tile[0], score_tile[1], lanes, shared ? -1 : 0));
     const int64_t row_vecs = s.value0(c, "row_vectors");
     append(row_vectors("row_max", row_vecs, lanes));
     append(vector_columns("row_exp", lanes));
     append(row_vectors("exp_sum", row_vecs, lanes));
-    append(register_tile("attend", s.value0(c, "attend_rows"), dv_vectors, lanes));
+    append(register_tile("attend", s.value0(c, "attend_rows"), dv_vectors, lanes,
+                         shared ? kSharedSlice : 0));
     append(vector_columns("attention", lanes));
     const std::string& par = s.label(c, "parallel");
     if (par == "heads") steps.push_back(parallel("attention.b"));
