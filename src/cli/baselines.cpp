@@ -226,6 +226,60 @@ Baseline onednn_softmax(const OpInstance& op, const Workload& w, int repeat) {
           true};
 }
 
+// softmax(Q Kt + bias) V as oneDNN runs it: this version has no attention primitive, so a batched
+// matmul into the scores (the bias, expanded to every head, added by a binary post-op), a
+// softmax along the keys and a batched matmul with V, the scores in memory between them: what an
+// unfused graph does.
+Baseline onednn_attention(const OpInstance& op, const Workload& w, int repeat) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const int64_t b = w.get("B"), m = w.get("M"), n = w.get("N"), d = w.get("D"), dv = w.get("DV");
+  const int64_t heads = w.get_or("BB", 0);
+  const memory::desc q = md({b, m, d}, Tag::abc), kt = md({b, d, n}, Tag::abc),
+                     v = md({b, n, dv}, Tag::abc), scores = md({b, m, n}, Tag::abc),
+                     out = md({b, m, dv}, Tag::abc), rows = md({b * m, n}, Tag::ab);
+  // A bias for every head: a broadcast one runs oneDNN's reference matmul (0.19 GFLOP/s).
+  const memory::desc bias = md({b, m, n}, Tag::abc);
+  dnnl::primitive_attr attr;
+  if (heads > 0) {
+    dnnl::post_ops post;
+    post.append_binary(dnnl::algorithm::binary_add, bias);
+    attr.set_post_ops(post);
+  }
+  dnnl::matmul score_product(
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(q, kt, scores), attr, engine));
+  dnnl::softmax_forward softmax(dnnl::softmax_forward::primitive_desc(
+      dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, rows, 1), engine));
+  dnnl::matmul value_product(
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(scores, v, out), engine));
+  std::vector<memory> mems;
+  for (const memory::desc& desc : {q, kt, v, scores, out, bias}) {
+    mems.emplace_back(desc, engine);
+    auto* data = static_cast<float*>(mems.back().get_data_handle());
+    uint32_t state = 12345;
+    for (size_t i = 0; i < desc.get_size() / sizeof(float); ++i) {
+      state = state * 1664525u + 1013904223u;
+      data[i] = static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
+    }
+  }
+  memory score_rows(rows, engine, mems[3].get_data_handle());
+  std::unordered_map<int, memory> first{
+      {DNNL_ARG_SRC, mems[0]}, {DNNL_ARG_WEIGHTS, mems[1]}, {DNNL_ARG_DST, mems[3]}};
+  if (heads > 0) first.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, mems[5]);
+  Timing t = time_function(
+      [&] {
+        score_product.execute(stream, first);
+        softmax.execute(stream, {{DNNL_ARG_SRC, score_rows}, {DNNL_ARG_DST, score_rows}});
+        value_product.execute(
+            stream,
+            {{DNNL_ARG_SRC, mems[3]}, {DNNL_ARG_WEIGHTS, mems[2]}, {DNNL_ARG_DST, mems[4]}});
+        stream.wait();
+      },
+      repeat);
+  return {"oneDNN matmul + softmax + matmul (no fused attention primitive; the scores in memory)",
+          op.flops / t.median * 1e-9, true};
+}
+
 Baseline openblas(const OpInstance& op, int64_t batch, int64_t m, int64_t n, int64_t k,
                   bool transpose_b, int repeat) {
   double seconds =
@@ -285,6 +339,7 @@ std::vector<Baseline> library_baselines(const OpInstance& op, const Workload& w,
   if (kind == "max_pool2d" || kind == "avg_pool2d")
     return {onednn_pool(op, w, kind == "max_pool2d", repeat)};
   if (kind == "softmax") return {onednn_softmax(op, w, repeat)};
+  if (kind == "attention") return {onednn_attention(op, w, repeat)};
   if (kind == "add" || kind == "relu" || kind == "bias_add")
     return {onednn_elementwise(op, w, repeat)};
   return {};
