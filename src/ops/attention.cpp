@@ -183,6 +183,8 @@ ConfigSpace attention_space(const Workload& w) {
   std::vector<int64_t> attend_rows;
   for (int64_t rows : {1, 2, 4, 6, 8})
     if (rows <= m && rows * dv_vectors <= registers) attend_rows.push_back(rows);
+  // Values wider than the registers hold (DV of 512) still get a tile of one row, which spills.
+  if (attend_rows.empty()) attend_rows.push_back(1);
   std::vector<Knob> knobs{
       split_knob_from("tile_rows", m, {{4}, {8}, {12}, {16}, {24}, {32}, {48}, {64}}),
       std::move(score_tile),
