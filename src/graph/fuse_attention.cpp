@@ -146,11 +146,21 @@ int fuse_attention(Graph& g, int64_t min_scores) {
     const Node* next = only_reader(g, g.nodes, value);
     // The scores scaled by a constant (BERT's 1 / sqrt(d) after the product), before any bias.
     std::optional<double> scale;
+    // The constant's side: either for Mul, the divisor for Div; it must not broadcast the
+    // scores up a rank.
+    auto scalar_side = [&](const Node& n) -> std::optional<size_t> {
+      if (n.inputs.size() != 2 || g.shape(n.outputs[0]) != score_shape) return std::nullopt;
+      for (size_t side : {size_t{1}, size_t{0}}) {
+        if (n.inputs[1 - side] != value || !g.is_constant(n.inputs[side])) continue;
+        const HostTensor& c = g.constants.at(n.inputs[side]);
+        if (c.num_elements() == 1 && !c.is_int && (n.op == "Mul" || side == 1)) return side;
+      }
+      return std::nullopt;
+    };
+    std::optional<size_t> side;
     if (next && bias.empty() && (next->op == "Mul" || next->op == "Div") &&
-        next->inputs.size() == 2 && next->inputs[0] == value && g.is_constant(next->inputs[1]) &&
-        g.constants.at(next->inputs[1]).num_elements() == 1 &&
-        !g.constants.at(next->inputs[1]).is_int) {
-      const double c = g.constants.at(next->inputs[1]).data[0];
+        (side = scalar_side(*next))) {
+      const double c = g.constants.at(next->inputs[*side]).data[0];
       scale = next->op == "Mul" ? c : 1.0 / c;
       chain.push_back(index_of(next));
       value = next->outputs[0];
@@ -176,8 +186,9 @@ int fuse_attention(Graph& g, int64_t min_scores) {
       continue;
     chain.push_back(index_of(softmax));
     const Node* product = only_reader(g, g.nodes, softmax->outputs[0]);
+    // The probabilities read once, as the product's left operand (not also by its epilogue).
     if (!product || product->op != "MatMul" || product->inputs[0] != softmax->outputs[0] ||
-        product->inputs[1] == softmax->outputs[0])
+        std::count(product->inputs.begin(), product->inputs.end(), softmax->outputs[0]) != 1)
       continue;
     if (!attention_shape(g.shape(scores.inputs[0]), g.shape(scores.inputs[1]),
                          g.shape(product->inputs[1])) ||

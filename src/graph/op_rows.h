@@ -52,8 +52,7 @@ void add_norm_rows(std::vector<OpDef>& table);       // op_norms.cpp: Layer-, In
 void add_recurrent_rows(std::vector<OpDef>& table);  // op_rnn.cpp: LSTM, GRU
 void add_resize_rows(std::vector<OpDef>& table);     // op_resize.cpp: Resize, Upsample
 void add_einsum_rows(std::vector<OpDef>& table);     // op_einsum.cpp: Einsum
-void add_mask_rows(std::vector<OpDef>& table);
-void add_attention_rows(std::vector<OpDef>& table);  // fuse_attention.cpp: tessera.Attention //
-                                                     // op_masks.cpp: Trilu, ScatterND, CumSum, ...
+void add_mask_rows(std::vector<OpDef>& table);       // op_masks.cpp: Trilu, ScatterND, CumSum, ...
+void add_attention_rows(std::vector<OpDef>& table);  // fuse_attention.cpp: tessera.Attention
 
 }  // namespace tessera::graph

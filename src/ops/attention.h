@@ -31,9 +31,9 @@ OpInstance build_attention(const Workload& w);
 
 /// The search space: every stage computed at a tile of query rows of the result (`tile_rows`),
 /// so that a tile's scores (tile_rows x N) are written, normalized and read from cache rather
-/// than memory; register tiles for both products (`score_tile`: rows x vectors of 16 along the
-/// keys; `attend_rows`: rows x every vector of DV), the row stages as one or four vectors of
-/// partial results along the row (`row_vectors`), the operands' blocks read per strip of rows or
+/// than memory; register tiles for both products (`score_tile`: rows x vectors of the ISA's lanes
+/// along the keys; `attend_rows`: rows x every vector of DV), the row stages as one or four vectors
+/// of partial results along the row (`row_vectors`), the operands' blocks read per strip of rows or
 /// shared by a tile's strips (`blocks`: Kt's column block, slices of V's rows), and
 /// threads over heads or over tiles (`parallel`).
 ConfigSpace attention_space(const Workload& w);

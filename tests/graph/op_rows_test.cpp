@@ -220,13 +220,15 @@ TEST(OpRows, AttentionIsFusedWhereTheScoresAreLargeAndReadOnce) {
     kBias,
     kSharedBias,
     kScaledBias,
+    kScaleFirst,
     kQueryAxis,
     kReadTwice,
     kKeyMask,
     kSmall
   };
-  for (Form form : {Form::kFused, Form::kBias, Form::kSharedBias, Form::kScaledBias,
-                    Form::kQueryAxis, Form::kReadTwice, Form::kKeyMask, Form::kSmall}) {
+  for (Form form :
+       {Form::kFused, Form::kBias, Form::kSharedBias, Form::kScaledBias, Form::kScaleFirst,
+        Form::kQueryAxis, Form::kReadTwice, Form::kKeyMask, Form::kSmall}) {
     SCOPED_TRACE(static_cast<int>(form));
     const int64_t n = form == Form::kSmall ? 20 : 1024;
     GraphBuilder b(41);
@@ -242,6 +244,7 @@ TEST(OpRows, AttentionIsFusedWhereTheScoresAreLargeAndReadOnce) {
       scores = b.node("Div", {scores, b.constant({{}, {2.5}, false})});
       scores = b.node("Add", {scores, b.random({1, n, n}, -3, 3)});
     }
+    if (form == Form::kScaleFirst) scores = b.node("Mul", {b.constant({{}, {0.4}, false}), scores});
     if (form == Form::kKeyMask) scores = b.node("Add", {scores, b.random({1, 1, n}, -3, 3)});
     std::string p =
         b.node("Softmax", {scores}, {{"axis", int64_t{form == Form::kQueryAxis ? 1 : -1}}});
@@ -250,9 +253,16 @@ TEST(OpRows, AttentionIsFusedWhereTheScoresAreLargeAndReadOnce) {
       out = b.node("Add", {out, b.node("ReduceMax", {p}, {{"axes", std::vector<int64_t>{2}}})});
     Graph g = b.finish(b.node("Relu", {out}));
     const int expected = form == Form::kFused || form == Form::kBias || form == Form::kSharedBias ||
-                                 form == Form::kScaledBias
+                                 form == Form::kScaledBias || form == Form::kScaleFirst
                              ? 1
                              : 0;
+    // The fused node's own reference (what `run-model --check` runs) computes the same.
+    Graph after = g;
+    graph::run_default_passes(after);
+    HostTensor in = b.random_tensor(g.shape(g.inputs[0]), -2, 2);
+    EXPECT_LT(testing::max_relative_error(graph::run_reference(after, {{g.inputs[0], in}}).at(0),
+                                          graph::run_reference(g, {{g.inputs[0], in}}).at(0)),
+              1e-9);
     EXPECT_LT(executor_error(g, b, -2, 2, nullptr,
                              [&](const Graph& passed) {
                                EXPECT_EQ(count_op(passed, graph::kAttention), expected);

@@ -50,8 +50,8 @@ TEST(Attention, ReferenceIsSoftmaxOfTheScoresTimesV) {
 // shared by pairs of heads: every configuration must apply and compute the operator; some
 // compiled on two threads.
 TEST(Attention, EveryConfigurationComputesTheOperator) {
-  for (const char* text :
-       {"attention:B=3,M=10,N=35,D=8,DV=20", "attention:B=2,M=16,N=32,D=4,DV=16"}) {
+  for (const char* text : {"attention:B=3,M=10,N=35,D=8,DV=20", "attention:B=2,M=16,N=32,D=4,DV=16",
+                           "attention:B=4,M=10,N=35,D=8,DV=20,BB=2"}) {
     SCOPED_TRACE(text);
     Workload w = parse_workload(text);
     OpInstance op = build_attention(w);
