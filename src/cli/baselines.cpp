@@ -252,15 +252,16 @@ Baseline onednn_attention(const OpInstance& op, const Workload& w, int repeat) {
       dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, rows, 1), engine));
   dnnl::matmul value_product(
       dnnl::matmul::primitive_desc(dnnl::matmul::desc(scores, v, out), engine));
+  // Random operands (the exponentials' cost does not depend on them; a zero input would make
+  // every score equal), oneDNN memory over tessera's arrays.
+  std::vector<NDArray> arrays;
   std::vector<memory> mems;
   for (const memory::desc& desc : {q, kt, v, scores, out, bias}) {
-    mems.emplace_back(desc, engine);
-    auto* data = static_cast<float*>(mems.back().get_data_handle());
-    uint32_t state = 12345;
-    for (size_t i = 0; i < desc.get_size() / sizeof(float); ++i) {
-      state = state * 1664525u + 1013904223u;
-      data[i] = static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
-    }
+    const memory::dims& dims = desc.dims();
+    arrays.push_back(
+        NDArray::empty(std::vector<int64_t>(dims.begin(), dims.end()), DType::kFloat32));
+    arrays.back().fill_random(arrays.size());
+    mems.emplace_back(desc, engine, arrays.back().data_as<float>());
   }
   memory score_rows(rows, engine, mems[3].get_data_handle());
   std::unordered_map<int, memory> first{

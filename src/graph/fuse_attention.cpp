@@ -10,6 +10,7 @@
 
 #include "graph/op_rows.h"
 #include "graph/passes.h"
+#include "ops/attention.h"
 #include "te/error.h"
 
 namespace tessera::graph {
@@ -94,30 +95,12 @@ void add_attention_rows(std::vector<OpDef>& table) {
   };
   d.reference = [](const Node& n, const Graph& g, const std::vector<const HostTensor*>& in) {
     const AttentionShape s = read_attention(n, g);
-    const std::vector<double>&q = in.at(0)->data, &kt = in.at(1)->data, &v = in.at(2)->data;
-    const std::vector<double>& bias = s.bias_heads > 0 ? in.at(3)->data : v;
     std::vector<int64_t> shape = g.shape(n.inputs[0]);
     shape.back() = s.dv;
     HostTensor out{shape, std::vector<double>(static_cast<size_t>(s.batch * s.m * s.dv)), false};
-    std::vector<double> row(static_cast<size_t>(s.n));
-    for (int64_t b = 0; b < s.batch; ++b) {
-      for (int64_t i = 0; i < s.m; ++i) {
-        for (int64_t j = 0; j < s.n; ++j) {
-          double acc = 0;
-          for (int64_t k = 0; k < s.d; ++k)
-            acc += q[(b * s.m + i) * s.d + k] * kt[(b * s.d + k) * s.n + j];
-          row[j] = s.bias_heads == 0 ? acc : acc + bias[((b % s.bias_heads) * s.m + i) * s.n + j];
-        }
-        const double top = *std::max_element(row.begin(), row.end());
-        double total = 0;
-        for (double& x : row) total += x = std::exp(x - top);
-        for (int64_t c = 0; c < s.dv; ++c) {
-          double acc = 0;
-          for (int64_t j = 0; j < s.n; ++j) acc += row[j] * v[(b * s.n + j) * s.dv + c];
-          out.data[(b * s.m + i) * s.dv + c] = acc / total;
-        }
-      }
-    }
+    attention_reference({s.batch, s.m, s.n, s.d, s.dv, s.bias_heads}, in.at(0)->data.data(),
+                        in.at(1)->data.data(), in.at(2)->data.data(),
+                        s.bias_heads > 0 ? in.at(3)->data.data() : nullptr, out.data.data());
     return out;
   };
   table.push_back(std::move(d));

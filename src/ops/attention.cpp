@@ -58,6 +58,29 @@ Tensor attention(const Tensor& q, const Tensor& kt, const Tensor& v,
                  name, {"b", "i", "j"});
 }
 
+void attention_reference(const AttentionSizes& s, const double* q, const double* kt,
+                         const double* v, const double* bias, double* out) {
+  std::vector<double> row(static_cast<size_t>(s.n));
+  for (int64_t h = 0; h < s.b; ++h) {
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t j = 0; j < s.n; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < s.d; ++k)
+          acc += q[(h * s.m + i) * s.d + k] * kt[(h * s.d + k) * s.n + j];
+        row[j] = s.bb > 0 ? acc + bias[((h % s.bb) * s.m + i) * s.n + j] : acc;
+      }
+      const double top = *std::max_element(row.begin(), row.end());
+      double total = 0;
+      for (double& x : row) total += x = std::exp(x - top);
+      for (int64_t c = 0; c < s.dv; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < s.n; ++j) acc += row[j] * v[(h * s.n + j) * s.dv + c];
+        out[(h * s.m + i) * s.dv + c] = acc / total;
+      }
+    }
+  }
+}
+
 OpInstance build_attention(const Workload& w) {
   const int64_t b = w.positive("B"), m = w.positive("M"), n = w.positive("N"), d = w.positive("D"),
                 dv = w.positive("DV"), bb = w.get_or("BB", 0);
@@ -77,26 +100,8 @@ OpInstance build_attention(const Workload& w) {
   OpInstance op{args, lower("attention", args), scores * (2.0 * d + 2.0 * dv + 5.0), std::max(d, n),
                 nullptr};
   op.reference = [=](std::vector<std::vector<double>>& a) {
-    const std::vector<double>&qs = a[0], &ks = a[1], &vs = a[2];
-    std::vector<double>& o = a.back();
-    std::vector<double> row(static_cast<size_t>(n));
-    for (int64_t h = 0; h < b; ++h) {
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          double s = 0;
-          for (int64_t k = 0; k < d; ++k) s += qs[(h * m + i) * d + k] * ks[(h * d + k) * n + j];
-          row[j] = bb > 0 ? s + a[3][((h % bb) * m + i) * n + j] : s;
-        }
-        const double top = *std::max_element(row.begin(), row.end());
-        double total = 0;
-        for (double& s : row) total += s = std::exp(s - top);
-        for (int64_t c = 0; c < dv; ++c) {
-          double acc = 0;
-          for (int64_t j = 0; j < n; ++j) acc += row[j] * vs[(h * n + j) * dv + c];
-          o[(h * m + i) * dv + c] = acc / total;
-        }
-      }
-    }
+    attention_reference({b, m, n, d, dv, bb}, a[0].data(), a[1].data(), a[2].data(),
+                        bb > 0 ? a[3].data() : nullptr, a.back().data());
   };
   return op;
 }

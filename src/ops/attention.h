@@ -3,6 +3,7 @@
 /// `attention:B=..,M=..,N=..,D=..,DV=..` workload and its search space.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,18 @@ namespace tessera {
 Tensor attention(const Tensor& q, const Tensor& kt, const Tensor& v,
                  const std::optional<Tensor>& bias = std::nullopt,
                  const std::string& name = "attention");
+
+/// The sizes of one attention: B heads of M queries, N keys, D-wide queries and keys, DV-wide
+/// values; BB heads of bias (0: none).
+struct AttentionSizes {
+  int64_t b = 1, m = 0, n = 0, d = 0, dv = 0, bb = 0;
+};
+
+/// attention() in doubles over row-major arrays (the reference of the operator and of the graph
+/// layer's tessera.Attention): q [B][M][D], kt [B][D][N], v [B][N][DV], bias [BB][M][N] (read only
+/// with BB > 0), out [B][M][DV].
+void attention_reference(const AttentionSizes& s, const double* q, const double* kt,
+                         const double* v, const double* bias, double* out);
 
 /// The operator for workload `attention:B=..,M=..,N=..,D=..,DV=..[,BB=..]` (float32): args {Q,
 /// Kt, V, out}, or {Q, Kt, V, bias, out} with BB > 0. flops: both products (2 per multiply-add) and
